@@ -1,0 +1,128 @@
+//! Run any program under a policy: fork, lock the child down, `execve`.
+//!
+//! Failures in the child (a layer that cannot be applied, a program that cannot be
+//! executed) travel back over a close-on-exec pipe, so the caller gets the real error
+//! instead of an anonymous exit status: the pipe reads empty exactly when `execve` worked.
+
+use crate::{apply, Policy, SeccompFilters};
+use std::ffi::CString;
+use std::io::{self, Read};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use thiserror::Error;
+
+/// Why a sandboxed program could not be started.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// Bad arguments (a NUL byte, an invalid policy).
+    #[error("invalid command: {0}")]
+    Invalid(String),
+    /// `pipe2` or `fork` failed in the parent.
+    #[error("failed to {call}")]
+    Parent {
+        /// The system call.
+        call: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// The child reported an error before `execve` succeeded.
+    #[error("{0}")]
+    Child(String),
+}
+
+/// fd number the child's error pipe is moved to; the policy keeps fds below it + 1.
+const ERROR_FD: RawFd = 3;
+
+/// Start `program` with `args` (argv[0] included) and `env` under `policy`, inheriting
+/// fds 0-2. Returns the child's pid; the caller waits for it.
+///
+/// Must be called from a single-threaded process: the child allocates before `execve`.
+pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, String)]) -> Result<libc::pid_t, SpawnError> {
+    let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
+    let mut policy = policy.clone();
+    policy.keep_fds_below = ERROR_FD + 1;
+    policy.violation_fd = None;
+    policy.validate().map_err(|e| invalid(&e))?;
+    let filters = SeccompFilters::build(policy.seccomp_profile()).map_err(|e| invalid(&e))?;
+    let c_program = CString::new(program.as_os_str().as_bytes()).map_err(|e| invalid(&e))?;
+    let c_args = args.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<Vec<_>, _>>().map_err(|e| invalid(&e))?;
+    let c_env = env
+        .iter()
+        .map(|(k, v)| CString::new(format!("{k}={v}")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(&e))?;
+    let mut argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let mut envp: Vec<*const libc::c_char> = c_env.iter().map(|a| a.as_ptr()).collect();
+    envp.push(std::ptr::null());
+
+    let mut pipe = [0; 2];
+    // SAFETY: `pipe` has room for the two fds the kernel writes.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SpawnError::Parent { call: "create the error pipe (pipe2)", source: io::Error::last_os_error() });
+    }
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the caller guarantees a single-threaded process, so the child may allocate
+    // and run ordinary Rust code until it calls execve or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: plain fd operations on fds this process owns.
+        let moved = unsafe { libc::dup2(pipe[1], ERROR_FD) } == ERROR_FD
+            // SAFETY: as above.
+            && unsafe { libc::fcntl(ERROR_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+        let message = if !moved {
+            format!("failed to move the error pipe: {}", io::Error::last_os_error())
+        } else {
+            match apply(&policy, &filters, parent) {
+                // SAFETY: argv and envp are NULL-terminated arrays of valid C strings that
+                // outlive the call; execve only returns on failure.
+                Ok(_) => unsafe {
+                    libc::execve(c_program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                    format!("failed to execute {} (execve): {}", program.display(), io::Error::last_os_error())
+                },
+                Err(e) => format!("failed to lock the sandbox down: {}", error_chain(&e)),
+            }
+        };
+        // Whether or not the message gets out, the exit status reports failure.
+        match crate::sys::write_all_raw(ERROR_FD, message.as_bytes()) {
+            Ok(()) | Err(_) => crate::sys::exit_immediately(127),
+        }
+    }
+    // SAFETY: closing our copy of the write end; the child holds its own.
+    unsafe { libc::close(pipe[1]) };
+    if pid < 0 {
+        // SAFETY: closing the read end we own.
+        unsafe { libc::close(pipe[0]) };
+        return Err(SpawnError::Parent { call: "fork", source: io::Error::last_os_error() });
+    }
+    // SAFETY: pipe[0] is an fd we own and nothing else will close it.
+    let mut reader = unsafe { std::fs::File::from_raw_fd(pipe[0]) };
+    let mut report = String::new();
+    reader
+        .read_to_string(&mut report)
+        .map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+    if report.is_empty() {
+        Ok(pid)
+    } else {
+        let mut status = 0;
+        // SAFETY: reaping our own failed child with a valid status pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        Err(SpawnError::Child(report))
+    }
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,198 @@
+//! One error type per lockdown step, wrapped by [`LockdownError`].
+//!
+//! "The policy is wrong" ([`PolicyError`]) stays apart from "the kernel refused or lacks
+//! it" (every other variant), so callers can tell a user mistake from a host limitation.
+
+use std::io;
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// A policy that cannot be applied as written.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// A read-write path must exist: it is the sandbox's own workspace.
+    #[error("read-write path {path} does not exist")]
+    MissingWritablePath {
+        /// The missing path.
+        path: PathBuf,
+    },
+    /// Paths must be absolute and free of `..` so rules mean what they say.
+    #[error("path {path} must be absolute and contain no `..`")]
+    BadPath {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// A limit of zero would make the sandbox unusable.
+    #[error("limit {name} must be greater than zero")]
+    ZeroLimit {
+        /// The limit's name.
+        name: &'static str,
+    },
+    /// Dropping root to uid or gid 0 would drop nothing.
+    #[error("run_as must name a non-root uid and gid")]
+    RootIdentity,
+    /// The seccomp filter could not be built.
+    #[error("failed to build the seccomp filter: {0}")]
+    Seccomp(String),
+}
+
+/// Step 1: process group, parent-death signal, inherited fds.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ProcessError {
+    /// `setpgid` failed.
+    #[error("failed to create a process group (setpgid)")]
+    ProcessGroup(#[source] io::Error),
+    /// `prctl(PR_SET_PDEATHSIG)` failed.
+    #[error("failed to set the parent-death signal (prctl PR_SET_PDEATHSIG)")]
+    ParentDeathSignal(#[source] io::Error),
+    /// The parent died before the death signal was armed.
+    #[error("the parent exited before the sandbox was set up")]
+    ParentGone,
+    /// `close_range` failed.
+    #[error("failed to close inherited fds (close_range)")]
+    CloseFds(#[source] io::Error),
+    /// `prctl(PR_SET_DUMPABLE)` failed.
+    #[error("failed to mark the process non-dumpable (prctl PR_SET_DUMPABLE)")]
+    Dumpable(#[source] io::Error),
+}
+
+/// Step 2: namespaces.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum NamespaceError {
+    /// `unshare` failed.
+    #[error("failed to create namespaces {what} (unshare)")]
+    Unshare {
+        /// The namespaces asked for.
+        what: String,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the uid/gid map failed.
+    #[error("failed to write {file} for the new user namespace")]
+    IdMap {
+        /// The /proc file.
+        file: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Step 3: identity and privileges.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum PrivilegeError {
+    /// A `set*id`/`setgroups` call failed.
+    #[error("failed to switch identity ({call})")]
+    SetId {
+        /// The system call.
+        call: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// A capability call failed.
+    #[error("failed to drop capabilities ({call})")]
+    Capabilities {
+        /// The system call.
+        call: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// After the drop, the process still holds something it should not.
+    #[error("privilege drop did not hold: {0}")]
+    Verification(String),
+    /// `prctl(PR_SET_NO_NEW_PRIVS)` failed.
+    #[error("failed to set no_new_privs (prctl PR_SET_NO_NEW_PRIVS)")]
+    NoNewPrivs(#[source] io::Error),
+}
+
+/// Step 4: resource limits.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RlimitError {
+    /// `setrlimit` failed.
+    #[error("failed to set {name} to {value} (setrlimit)")]
+    Set {
+        /// The limit's name, e.g. `RLIMIT_AS`.
+        name: &'static str,
+        /// The value asked for.
+        value: u64,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// Reading the current address-space size failed.
+    #[error("failed to read the current address-space size from /proc/self/statm")]
+    Baseline(#[source] io::Error),
+}
+
+/// Step 5: Landlock.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LandlockError {
+    /// The ruleset could not be built or enforced.
+    #[error("failed to enforce the Landlock ruleset: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    /// A path in the policy could not be opened.
+    #[error("failed to open {path} for a Landlock rule")]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: landlock::PathFdError,
+    },
+    /// The kernel enforced nothing and the policy required Landlock.
+    #[error("the kernel does not enforce Landlock (ABI {kernel_abi}, need {required_abi}); pass best-effort to run without it")]
+    NotEnforced {
+        /// What the kernel offers (0 = none).
+        kernel_abi: i32,
+        /// What the policy needs.
+        required_abi: i32,
+    },
+}
+
+/// Step 6: seccomp.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SeccompError {
+    /// Installing the SIGSYS reporter failed.
+    #[error("failed to install the SIGSYS handler (sigaction)")]
+    Handler(#[source] io::Error),
+    /// Installing a filter failed.
+    #[error("failed to install the seccomp filter: {0}")]
+    Install(String),
+}
+
+/// Any failure while locking a process down.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LockdownError {
+    /// See [`PolicyError`].
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// See [`ProcessError`].
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// See [`NamespaceError`].
+    #[error(transparent)]
+    Namespace(#[from] NamespaceError),
+    /// See [`PrivilegeError`].
+    #[error(transparent)]
+    Privilege(#[from] PrivilegeError),
+    /// See [`RlimitError`].
+    #[error(transparent)]
+    Rlimit(#[from] RlimitError),
+    /// See [`LandlockError`].
+    #[error(transparent)]
+    Landlock(#[from] LandlockError),
+    /// See [`SeccompError`].
+    #[error(transparent)]
+    Seccomp(#[from] SeccompError),
+}

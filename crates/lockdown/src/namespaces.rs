@@ -1,0 +1,47 @@
+//! Step 2: namespaces. Network, IPC and UTS namespaces cut the sandbox off from host
+//! sockets (including abstract unix sockets), SysV IPC and the host name. Without root a
+//! user namespace comes first (it grants the right to create the others), mapping our own
+//! uid and gid to themselves so nothing gains an identity.
+
+use crate::errors::NamespaceError;
+use crate::sys;
+use std::fs;
+
+/// Namespaces created, by name.
+pub type Created = Vec<&'static str>;
+
+const OTHERS: [(libc::c_int, &str); 3] =
+    [(libc::CLONE_NEWNET, "net"), (libc::CLONE_NEWIPC, "ipc"), (libc::CLONE_NEWUTS, "uts")];
+
+/// Create the namespaces. With `best_effort` a kernel refusal yields fewer namespaces
+/// instead of an error.
+pub fn enter_namespaces(as_root: bool, best_effort: bool) -> Result<Created, NamespaceError> {
+    let mut created = Vec::new();
+    if !as_root {
+        match enter_user_namespace() {
+            Ok(()) => created.push("user"),
+            Err(_) if best_effort => return Ok(created),
+            Err(e) => return Err(e),
+        }
+    }
+    let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
+    match sys::unshare(flags) {
+        Ok(()) => created.extend(OTHERS.iter().map(|(_, name)| *name)),
+        Err(_) if best_effort => {}
+        Err(source) => return Err(NamespaceError::Unshare { what: "net,ipc,uts".into(), source }),
+    }
+    Ok(created)
+}
+
+fn enter_user_namespace() -> Result<(), NamespaceError> {
+    let (uids, gids) = sys::ids().map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
+    sys::unshare(libc::CLONE_NEWUSER)
+        .map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
+    let write = |file: &'static str, text: String| {
+        fs::write(file, text).map_err(|source| NamespaceError::IdMap { file, source })
+    };
+    // setgroups must be denied before an unprivileged process may write gid_map.
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{0} {0} 1\n", uids[1]))?;
+    write("/proc/self/gid_map", format!("{0} {0} 1\n", gids[1]))
+}

@@ -1,0 +1,170 @@
+//! The policy: plain data that says what a locked-down process may do.
+//!
+//! Build it, check it with [`Policy::validate`], then apply it in the child with
+//! [`crate::apply`]. It is serde-friendly so a supervisor can send it to the process
+//! that forks.
+
+use crate::errors::PolicyError;
+use serde::{Deserialize, Serialize};
+use std::os::fd::RawFd;
+use std::path::{Component, Path, PathBuf};
+
+/// An unprivileged identity to switch to when the sandbox starts as root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// Numeric user id (must not be 0).
+    pub uid: u32,
+    /// Numeric group id (must not be 0).
+    pub gid: u32,
+}
+
+/// Resource limits; `None` leaves the inherited limit in place.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Bytes of address space the process may add to what it has when the lockdown
+    /// runs (`RLIMIT_AS` = current size + this). A forked child inherits its parent's
+    /// mappings, so an absolute limit would mean nothing to the user.
+    pub memory: Option<u64>,
+    /// CPU seconds (`RLIMIT_CPU`; SIGXCPU at the limit, SIGKILL a second later).
+    pub cpu_seconds: Option<u64>,
+    /// Largest file the process may write, in bytes (`RLIMIT_FSIZE`).
+    pub file_size: Option<u64>,
+    /// Processes for this uid (`RLIMIT_NPROC`). Meaningful only for a non-root uid,
+    /// which is why root is always dropped to one.
+    pub processes: Option<u64>,
+    /// Open file descriptors (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// Stack size in bytes (`RLIMIT_STACK`).
+    pub stack: Option<u64>,
+}
+
+/// Everything a locked-down process is allowed; anything not listed is denied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Trees readable (files and directories), not writable, not executable.
+    /// Paths that do not exist are skipped: a missing path grants nothing.
+    pub read_only: Vec<PathBuf>,
+    /// Trees readable and writable (the workspace, `/dev/null`). Must exist.
+    pub read_write: Vec<PathBuf>,
+    /// Files that may be executed. Empty: `execve` is a violation.
+    pub executable: Vec<PathBuf>,
+    /// Allow creating IP sockets. Off: no socket can be created at all.
+    pub network: bool,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Identity to switch to when started as root. `None` when not root.
+    pub run_as: Option<Identity>,
+    /// Create user (when not root), network, IPC and UTS namespaces when the kernel allows.
+    pub namespaces: bool,
+    /// Run with whatever layers the kernel offers instead of refusing.
+    pub best_effort: bool,
+    /// fds below this number survive; every other inherited fd is closed.
+    pub keep_fds_below: RawFd,
+    /// Where a process that makes a forbidden system call writes its report.
+    pub violation_fd: Option<RawFd>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            read_only: Vec::new(),
+            read_write: Vec::new(),
+            executable: Vec::new(),
+            network: false,
+            limits: Limits::default(),
+            run_as: None,
+            namespaces: true,
+            best_effort: false,
+            keep_fds_below: 3,
+            violation_fd: None,
+        }
+    }
+}
+
+/// The devices a sandbox may open; no other file under `/dev` is reachable.
+pub const READ_ONLY_DEVICES: [&str; 3] = ["/dev/zero", "/dev/random", "/dev/urandom"];
+/// `/dev/null` must be writable: R's `sink(nullfile())` and shells redirect to it.
+pub const READ_WRITE_DEVICES: [&str; 1] = ["/dev/null"];
+
+impl Policy {
+    /// Check the policy before any fork: paths absolute and `..`-free, writable paths
+    /// present, limits non-zero, no identity of root.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        for path in self.read_only.iter().chain(&self.read_write).chain(&self.executable) {
+            check_path(path)?;
+        }
+        for path in &self.read_write {
+            if !path.exists() {
+                return Err(PolicyError::MissingWritablePath { path: path.clone() });
+            }
+        }
+        let l = &self.limits;
+        for (name, value) in [
+            ("memory", l.memory),
+            ("cpu_seconds", l.cpu_seconds),
+            ("file_size", l.file_size),
+            ("processes", l.processes),
+            ("open_files", l.open_files),
+            ("stack", l.stack),
+        ] {
+            if value == Some(0) {
+                return Err(PolicyError::ZeroLimit { name });
+            }
+        }
+        if let Some(id) = self.run_as {
+            if id.uid == 0 || id.gid == 0 {
+                return Err(PolicyError::RootIdentity);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A path is usable in a rule when it is absolute and has no `..` component.
+pub fn check_path(path: &Path) -> Result<(), PolicyError> {
+    let ok = path.is_absolute() && !path.components().any(|c| matches!(c, Component::ParentDir));
+    if ok {
+        Ok(())
+    } else {
+        Err(PolicyError::BadPath { path: path.to_path_buf() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_and_dotdot_paths_are_rejected() {
+        let mut p = Policy { read_only: vec!["usr/lib".into()], ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::BadPath { .. })));
+        p.read_only = vec!["/usr/../etc".into()];
+        assert!(matches!(p.validate(), Err(PolicyError::BadPath { .. })));
+        p.read_only = vec!["/usr/lib".into()];
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn missing_workspace_is_rejected() {
+        let p = Policy { read_write: vec!["/nonexistent/rsandbox-ws".into()], ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::MissingWritablePath { .. })));
+    }
+
+    #[test]
+    fn zero_limits_are_rejected_by_name() {
+        let p = Policy { limits: Limits { cpu_seconds: Some(0), ..Limits::default() }, ..Policy::default() };
+        match p.validate() {
+            Err(PolicyError::ZeroLimit { name }) => assert_eq!(name, "cpu_seconds"),
+            other => panic!("expected ZeroLimit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_str::<Limits>(r#"{"memroy": 5}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field `memroy`"), "{err}");
+    }
+}

@@ -1,0 +1,26 @@
+//! Step 1: detach from the caller's process group, die with the parent, shed inherited fds.
+
+use crate::errors::ProcessError;
+use crate::sys;
+use std::os::fd::RawFd;
+
+/// Put the process in its own group (so the supervisor can kill everything it starts
+/// with one signal), arm SIGKILL on parent death, and close every fd from `keep_below` up.
+pub fn isolate_process(keep_below: RawFd, expected_parent: libc::pid_t) -> Result<(), ProcessError> {
+    // The zygote also calls setpgid on the child right after fork; EPERM here then means
+    // "already a group leader", which getpgrp confirms.
+    if let Err(e) = sys::new_process_group() {
+        // SAFETY: getpid/getpgrp take no arguments and cannot fail.
+        if unsafe { libc::getpgrp() != libc::getpid() } {
+            return Err(ProcessError::ProcessGroup(e));
+        }
+    }
+    sys::set_parent_death_signal(libc::SIGKILL).map_err(ProcessError::ParentDeathSignal)?;
+    // The parent may have died between fork and prctl; then nobody would kill us.
+    // SAFETY: getppid takes no arguments and cannot fail.
+    if unsafe { libc::getppid() } != expected_parent {
+        return Err(ProcessError::ParentGone);
+    }
+    sys::close_fds_from(keep_below).map_err(ProcessError::CloseFds)?;
+    sys::set_not_dumpable().map_err(ProcessError::Dumpable)
+}

@@ -1,0 +1,231 @@
+//! Every raw system call the crate makes, each behind a small safe wrapper.
+//!
+//! Wrappers return `io::Result` and never interpret the error: callers attach
+//! the step they were in.
+
+use std::io;
+use std::os::fd::RawFd;
+
+fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn check_int(rc: libc::c_int) -> io::Result<()> {
+    match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// `setpgid(0, 0)`: become the leader of a new process group.
+pub fn new_process_group() -> io::Result<()> {
+    // SAFETY: setpgid takes plain integers and touches no memory of ours.
+    check_int(unsafe { libc::setpgid(0, 0) })
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`.
+pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes an integer signal number; no pointers.
+    check_int(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) })
+}
+
+/// `prctl(PR_SET_DUMPABLE, 0)`: /proc/self becomes root-owned and ptrace by peers is refused.
+pub fn set_not_dumpable() -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) })
+}
+
+/// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
+pub fn set_no_new_privs() -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
+}
+
+/// `prctl(PR_GET_NO_NEW_PRIVS)`.
+pub fn no_new_privs() -> io::Result<bool> {
+    // SAFETY: integer-only prctl.
+    let rc = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
+    check(rc as libc::c_long).map(|v| v == 1)
+}
+
+/// `prctl(PR_SET_SECUREBITS, bits)`.
+pub fn set_securebits(bits: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) })
+}
+
+/// `prctl(PR_CAPBSET_DROP, cap)`. `Err(EINVAL)` means the capability does not exist.
+pub fn drop_bounding_capability(cap: u32) -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) })
+}
+
+/// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)`.
+pub fn clear_ambient_capabilities() -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
+    })
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `capset` with empty effective, permitted and inheritable sets.
+pub fn clear_capabilities() -> io::Result<()> {
+    let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let data = [CapData::default(); 2];
+    // SAFETY: header and data are valid, correctly laid out (v3 uses two CapData) and live
+    // for the duration of the call; the kernel only reads data.
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+}
+
+/// `capget`: (effective, permitted) as 64-bit masks.
+pub fn capabilities() -> io::Result<(u64, u64)> {
+    let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: header and data point to writable, correctly sized v3 structures.
+    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    let join = |lo: u32, hi: u32| (lo as u64) | ((hi as u64) << 32);
+    Ok((join(data[0].effective, data[1].effective), join(data[0].permitted, data[1].permitted)))
+}
+
+/// `setgroups(0, NULL)`.
+pub fn clear_supplementary_groups() -> io::Result<()> {
+    // SAFETY: a zero-length list with a null pointer is the documented way to clear groups.
+    check_int(unsafe { libc::setgroups(0, std::ptr::null()) })
+}
+
+/// `setresgid(gid, gid, gid)`.
+pub fn set_all_gids(gid: u32) -> io::Result<()> {
+    // SAFETY: integer-only system call.
+    check_int(unsafe { libc::setresgid(gid, gid, gid) })
+}
+
+/// `setresuid(uid, uid, uid)`.
+pub fn set_all_uids(uid: u32) -> io::Result<()> {
+    // SAFETY: integer-only system call.
+    check_int(unsafe { libc::setresuid(uid, uid, uid) })
+}
+
+/// `getresuid` and `getresgid`: ((ruid, euid, suid), (rgid, egid, sgid)).
+pub fn ids() -> io::Result<([u32; 3], [u32; 3])> {
+    let (mut u, mut g) = ([0u32; 3], [0u32; 3]);
+    // SAFETY: each pointer refers to a distinct, writable u32 that outlives the call.
+    check_int(unsafe { libc::getresuid(&mut u[0], &mut u[1], &mut u[2]) })?;
+    // SAFETY: as above.
+    check_int(unsafe { libc::getresgid(&mut g[0], &mut g[1], &mut g[2]) })?;
+    Ok((u, g))
+}
+
+/// `geteuid()`.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and takes no arguments.
+    unsafe { libc::geteuid() }
+}
+
+/// `unshare(flags)`.
+pub fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: integer-only system call.
+    check_int(unsafe { libc::unshare(flags) })
+}
+
+/// `close_range(first, ~0, 0)`: close every fd from `first` up.
+pub fn close_fds_from(first: RawFd) -> io::Result<()> {
+    // SAFETY: integer-only system call; closing fds we no longer use is the point.
+    check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) })
+        .map(drop)
+}
+
+/// `setrlimit(resource, {soft, hard})`.
+pub fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
+    let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: `limit` is a valid rlimit that lives across the call; the kernel only reads it.
+    check_int(unsafe { libc::setrlimit(resource, &limit) })
+}
+
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the kernel's ABI
+/// version, or 0 when Landlock is missing or disabled.
+pub fn landlock_abi_version() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer and size 0 the kernel reads no memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if rc < 0 {
+        0
+    } else {
+        rc as i32
+    }
+}
+
+/// `prctl(PR_GET_SECCOMP)`: whether the kernel has seccomp at all (EINVAL when not built in).
+pub fn seccomp_available() -> bool {
+    // SAFETY: integer-only prctl.
+    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+}
+
+/// Signature of an `SA_SIGINFO` handler.
+pub type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// `sigaction(signal, handler with SA_SIGINFO)`.
+pub fn set_siginfo_handler(signal: libc::c_int, handler: SigInfoHandler) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction is a valid starting value (empty mask, no flags).
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler as usize;
+    action.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: `action` is fully initialised; the old action is not requested.
+    check_int(unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) })
+}
+
+/// `write` that retries on EINTR; async-signal-safe.
+pub fn write_all_raw(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe a live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
+/// `_exit(code)`: leave without running atexit handlers or flushing stdio.
+pub fn exit_immediately(code: libc::c_int) -> ! {
+    // SAFETY: _exit never returns and is async-signal-safe.
+    unsafe { libc::_exit(code) }
+}
+
+/// `access(path, W_OK)`.
+pub fn access_writable(path: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(path) else { return false };
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
