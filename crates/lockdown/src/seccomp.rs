@@ -262,7 +262,9 @@ impl SeccompFilters {
             VIOLATION_FD.store(fd, Ordering::SeqCst);
             sys::set_siginfo_handler(libc::SIGSYS, report_violation).map_err(SeccompError::Handler)?;
         }
-        for program in &self.programs {
+        // The allowlist (first built) goes in last: it does not allow seccomp(2) itself,
+        // so any filter installed after it would be refused.
+        for program in self.programs.iter().rev() {
             seccompiler::apply_filter(program).map_err(|e| SeccompError::Install(e.to_string()))?;
         }
         Ok(())

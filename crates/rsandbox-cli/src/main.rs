@@ -1,0 +1,265 @@
+//! `rsandbox`: run untrusted R code (or any program) inside kernel-enforced isolation.
+//!
+//! Exit status: 0 ok, 1 R error, 2 bad input (nothing ran), 3 timeout, 4 CPU limit,
+//! 5 memory limit, 6 output limit, 7 file-size limit, 8 process limit, 9 violation,
+//! 10 crashed, 11 the sandbox could not be set up (fail closed).
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Bad input: nothing was started.
+const EXIT_BAD_INPUT: u8 = 2;
+/// The sandbox could not be set up, or the engine failed.
+const EXIT_SETUP_FAILED: u8 = 11;
+
+#[derive(Parser)]
+#[command(name = "rsandbox", version, about = "Run untrusted R code inside kernel-enforced isolation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate R code given on the command line.
+    Eval {
+        /// The R code.
+        code: String,
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Print one JSON object instead of Rscript-like output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evaluate an R file (`-` reads standard input).
+    Run {
+        /// The file.
+        file: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Print one JSON object instead of Rscript-like output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run any program under the same lockdown (it may execute itself only).
+    Exec {
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Print a JSON report on stderr when the program ends.
+        #[arg(long)]
+        json: bool,
+        /// The program and its arguments.
+        #[arg(required = true, last = true)]
+        command: Vec<String>,
+    },
+    /// Show which isolation layers this machine offers and which rsandbox applies.
+    Check {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Clone)]
+struct LimitArgs {
+    /// Wall-clock limit in seconds (fractions allowed).
+    #[arg(long, default_value = "30")]
+    timeout: String,
+    /// CPU-time limit in seconds.
+    #[arg(long)]
+    cpu: Option<u64>,
+    /// Memory the code may allocate (e.g. 512M, 2G).
+    #[arg(long)]
+    memory: Option<String>,
+    /// Largest file the code may write (e.g. 10M).
+    #[arg(long)]
+    fsize: Option<String>,
+    /// Processes the sandbox may run at once.
+    #[arg(long)]
+    nproc: Option<u64>,
+    /// Open files.
+    #[arg(long)]
+    nofile: Option<u64>,
+    /// Largest stdout + stderr + result accepted (e.g. 1M).
+    #[arg(long)]
+    max_output: Option<String>,
+}
+
+#[derive(Args, Clone)]
+struct EngineArgs {
+    /// Packages to load once in the zygote, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    preload: Vec<String>,
+    /// Run with whatever layers the kernel offers instead of refusing.
+    #[arg(long)]
+    best_effort: bool,
+    /// Do not create namespaces.
+    #[arg(long)]
+    no_namespaces: bool,
+}
+
+impl LimitArgs {
+    fn options(&self) -> Result<EvalOptions, rsandbox::InputError> {
+        let bad = |what: &str, value: &str| rsandbox::InputError::BadLimit { what: what.into(), value: value.into() };
+        let secs: f64 = self.timeout.parse().map_err(|_| bad("timeout", &self.timeout))?;
+        if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+            return Err(bad("timeout", &self.timeout));
+        }
+        let defaults = EvalOptions::default();
+        let size = |v: &Option<String>, d: Option<u64>| v.as_deref().map(parse_size).transpose().map(|s| s.or(d));
+        Ok(EvalOptions {
+            timeout: Duration::from_secs_f64(secs),
+            cpu_seconds: self.cpu,
+            memory: size(&self.memory, defaults.memory)?,
+            file_size: size(&self.fsize, defaults.file_size)?,
+            processes: self.nproc.or(defaults.processes),
+            open_files: self.nofile.or(defaults.open_files),
+            max_output: size(&self.max_output, Some(defaults.max_output))?.unwrap_or(defaults.max_output),
+        })
+    }
+}
+
+impl EngineArgs {
+    fn config(&self) -> EngineConfig {
+        EngineConfig {
+            preload: self.preload.clone(),
+            best_effort: self.best_effort,
+            namespaces: !self.no_namespaces,
+            ..EngineConfig::default()
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Eval { code, limits, engine, json } => evaluate(Ok(code), &limits, &engine, json),
+        Command::Run { file, limits, engine, json } => evaluate(read_source(&file), &limits, &engine, json),
+        Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
+        Command::Check { json } => check(json),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("rsandbox: {e:#}");
+            let input = e.downcast_ref::<rsandbox::InputError>().is_some()
+                || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
+            ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
+        }
+    }
+}
+
+fn read_source(file: &PathBuf) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    if file.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut bytes).context("failed to read standard input")?;
+    } else {
+        bytes = std::fs::read(file)
+            .map_err(|e| rsandbox::InputError::BadLimit { what: "file".into(), value: format!("{}: {e}", file.display()) })?;
+    }
+    String::from_utf8(bytes).map_err(|_| rsandbox::InputError::NotUtf8.into())
+}
+
+fn evaluate(code: anyhow::Result<String>, limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
+    let code = code?;
+    let options = limits.options()?;
+    // Validate before starting R: bad input costs nothing.
+    rsandbox::options::validate_code(&code)?;
+    options.validate()?;
+    let engine = rsandbox::Engine::start(engine.config())?;
+    let result = engine.eval(&code, &options)?;
+    if json {
+        println!("{}", serde_json::to_string(&result)?);
+    } else {
+        print_like_rscript(&result, &options)?;
+    }
+    Ok(if result.syntax_error.is_some() { EXIT_BAD_INPUT } else { result.outcome.exit_code() as u8 })
+}
+
+fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(result.stdout.as_bytes())?;
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    err.write_all(result.stderr.as_bytes())?;
+    for m in &result.messages {
+        err.write_all(m.as_bytes())?;
+    }
+    for w in &result.warnings {
+        match &w.call {
+            Some(call) => writeln!(err, "Warning message:\nIn {call} : {}", w.message)?,
+            None => writeln!(err, "Warning message:\n{}", w.message)?,
+        }
+    }
+    if let Some(e) = &result.error {
+        match &e.call {
+            Some(call) => writeln!(err, "Error in {call} : {}", e.message)?,
+            None => writeln!(err, "Error: {}", e.message)?,
+        }
+    }
+    let why = match result.outcome {
+        Outcome::Timeout => Some(format!("time limit of {:?} reached; the sandbox was killed", options.timeout)),
+        Outcome::CpuLimit => Some("CPU time limit reached".into()),
+        Outcome::MemoryLimit => Some("memory limit reached".into()),
+        Outcome::OutputLimit => Some(format!("output limit of {} bytes reached; the sandbox was killed", options.max_output)),
+        Outcome::FileSizeLimit => Some("file size limit reached".into()),
+        Outcome::ProcessLimit => Some("process limit reached".into()),
+        Outcome::Violation => Some(format!(
+            "forbidden system call {}; the sandbox was killed",
+            result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str())
+        )),
+        Outcome::Crashed | Outcome::Ok | Outcome::Error => None,
+    };
+    if let Some(why) = why {
+        writeln!(err, "rsandbox: {}: {why}", result.outcome.name())?;
+    }
+    Ok(())
+}
+
+fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
+    let options = limits.options()?;
+    let (program, args) = command.split_first().context("no program given")?;
+    let report = rsandbox::exec::exec(program, args, &options, &engine.config())?;
+    if json {
+        eprintln!("{}", serde_json::to_string(&report)?);
+    } else if report.outcome != Outcome::Ok && report.outcome != Outcome::Error {
+        eprintln!("rsandbox: {}: {}", report.outcome.name(), report.description);
+    }
+    Ok(match (report.outcome, report.exit.code) {
+        (Outcome::Ok | Outcome::Error, Some(code)) => code as u8,
+        (outcome, _) => outcome.exit_code() as u8,
+    })
+}
+
+fn check(json: bool) -> anyhow::Result<u8> {
+    let probe = lockdown::probe();
+    let strict = probe.strict_policy_possible();
+    if json {
+        let mut value = serde_json::to_value(&probe)?;
+        value["strict_policy_possible"] = serde_json::Value::Bool(strict);
+        println!("{value}");
+        return Ok(if strict { 0 } else { 1 });
+    }
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    println!("landlock         kernel ABI {} (rsandbox needs {}): {}", probe.landlock_abi, probe.landlock_required_abi,
+        if probe.landlock_abi >= probe.landlock_required_abi { "applied" } else { "MISSING (refused unless --best-effort)" });
+    println!("seccomp          {}", if probe.seccomp { "applied" } else { "MISSING (refused unless --best-effort)" });
+    println!("namespaces       {}", if probe.namespaces { "applied (user when not root, net, ipc, uts)" } else { "unavailable (other layers still hold)" });
+    println!("running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
+    println!("no_new_privs     applied");
+    println!("rlimits          applied (address space, CPU, file size, processes, open files, core 0)");
+    println!("cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used yet)" } else { "not writable (not used)" });
+    println!("strict policy    {}", if strict { "possible" } else { "NOT possible on this kernel" });
+    Ok(if strict { 0 } else { 1 })
+}

@@ -1,0 +1,73 @@
+//! Engine errors: bad input (the caller's fault, nothing was started) versus engine
+//! failures (the sandbox could not be set up or the zygote is gone).
+
+use thiserror::Error;
+
+/// Input rejected before anything ran.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Empty or whitespace-only code.
+    #[error("no code to evaluate")]
+    EmptyCode,
+    /// Code over the size limit.
+    #[error("code is {bytes} bytes; the limit is {max}")]
+    CodeTooLarge {
+        /// Size given.
+        bytes: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// Code with a NUL byte (R strings cannot hold one).
+    #[error("code contains a NUL byte")]
+    NulInCode,
+    /// Code that is not UTF-8.
+    #[error("code is not valid UTF-8")]
+    NotUtf8,
+    /// A limit that makes no sense.
+    #[error("invalid {what}: {value}")]
+    BadLimit {
+        /// Which limit.
+        what: String,
+        /// The value given.
+        value: String,
+    },
+    /// An invalid package name for preloading.
+    #[error("invalid package name {0:?}")]
+    BadPackage(String),
+}
+
+/// Anything that stops an evaluation from producing a result.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// See [`InputError`].
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The zygote binary could not be found or started.
+    #[error("failed to start the zygote: {0}")]
+    ZygoteStart(String),
+    /// The zygote died or broke protocol.
+    #[error("the zygote is gone: {0}")]
+    ZygoteGone(String),
+    /// The child could not lock itself down; nothing ran (fail closed).
+    #[error("the sandbox could not be set up: {0}")]
+    Setup(String),
+    /// A system call in the supervisor failed.
+    #[error("failed to {what}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl EngineError {
+    /// Wrap an I/O error with what was being done.
+    pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
+        let what = what.into();
+        move |source| EngineError::Io { what, source }
+    }
+}

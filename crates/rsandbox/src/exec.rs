@@ -1,0 +1,190 @@
+//! `rsandbox exec`: the same lockdown for any program. Landlock's execute right is
+//! granted to that program and its ELF interpreter only, so it cannot start anything else.
+
+use crate::errors::EngineError;
+use crate::evaluation::signal_name;
+use crate::options::{EngineConfig, EvalOptions};
+use crate::r_policy::SYSTEM_READ_ONLY;
+use crate::result::{ExitStatus, Outcome, Usage};
+use crate::workspace::WorkspaceRoot;
+use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
+use lockdown::{Limits, Policy};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How a sandboxed program ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ExecReport {
+    /// `ok` (exit 0), `error` (other exit status) or the limit that ended it.
+    pub outcome: Outcome,
+    /// Exit code or signal.
+    pub exit: ExitStatus,
+    /// Resource use.
+    pub usage: Usage,
+    /// What happened, in words.
+    pub description: String,
+}
+
+/// Find `program` on the sandbox's PATH (when it has no slash) and canonicalise it.
+pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![PathBuf::from(program)]
+    } else {
+        ["/usr/local/bin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join(program)).collect()
+    };
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .and_then(|p| p.canonicalize().ok())
+        .ok_or_else(|| EngineError::Setup(format!("program {program:?} not found")))
+}
+
+/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line.
+pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
+    let mut head = Vec::new();
+    File::open(path)?.take(4096).read_to_end(&mut head)?;
+    if let Some(rest) = head.strip_prefix(b"#!") {
+        let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+        let text = String::from_utf8_lossy(line);
+        return Ok(text.split_whitespace().next().map(PathBuf::from));
+    }
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
+        return Ok(None); // not a 64-bit ELF: nothing we know how to read
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([head[o], head[o + 1]]) as usize;
+    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes")) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(54), u16_at(56));
+    let mut file = File::open(path)?;
+    let mut all = Vec::new();
+    file.read_to_end(&mut all)?;
+    for i in 0..phnum {
+        let ph = phoff + i * phentsize;
+        if ph + 56 > all.len() {
+            break;
+        }
+        if u32::from_le_bytes(all[ph..ph + 4].try_into().expect("4 bytes")) == 3 {
+            let (off, size) = (u64_at(&all, ph + 8), u64_at(&all, ph + 32));
+            let bytes = all.get(off..off + size).unwrap_or_default();
+            let text = String::from_utf8_lossy(bytes).trim_end_matches('\0').to_string();
+            return Ok(Some(PathBuf::from(text)));
+        }
+    }
+    Ok(None)
+}
+
+/// Run `program args…` under the lockdown and wait for it. Call from a single-threaded
+/// process (the CLI): the child allocates between fork and exec.
+pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &EngineConfig) -> Result<ExecReport, EngineError> {
+    options.validate()?;
+    let path = resolve_program(program)?;
+    let mut executable = vec![path.clone()];
+    if let Some(interp) = interpreter_of(&path).map_err(EngineError::io(format!("read {}", path.display())))? {
+        let interp = interp.canonicalize().unwrap_or(interp);
+        if let Some(second) = interpreter_of(&interp).ok().flatten() {
+            executable.push(second.canonicalize().unwrap_or(second));
+        }
+        executable.push(interp);
+    }
+    let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
+    let workspace = root.workspace()?;
+    let mut read_write = vec![workspace.path().to_path_buf()];
+    read_write.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
+    let policy = Policy {
+        read_only: SYSTEM_READ_ONLY.iter().chain(READ_ONLY_DEVICES.iter()).map(PathBuf::from).collect(),
+        read_write,
+        executable,
+        network: false,
+        limits: Limits {
+            memory: options.memory,
+            cpu_seconds: options.cpu_seconds,
+            file_size: options.file_size,
+            processes: options.processes,
+            open_files: options.open_files,
+            stack: None,
+        },
+        run_as: workspace.identity(),
+        namespaces: config.namespaces,
+        best_effort: config.best_effort,
+        keep_fds_below: 3,
+        violation_fd: None,
+    };
+    let ws = workspace.path().to_string_lossy().into_owned();
+    let env = vec![
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("HOME".to_string(), ws.clone()),
+        ("TMPDIR".to_string(), ws),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+    ];
+    let mut argv = vec![program.to_string()];
+    argv.extend(args.iter().cloned());
+    let start = Instant::now();
+    std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
+    let pid = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let (status, usage, timed_out) = wait_with_deadline(pid, start + options.timeout)?;
+    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1 };
+    std::env::set_current_dir("/").map_err(EngineError::io("leave the workspace"))?;
+    Ok(report(status, usage, timed_out, options))
+}
+
+fn report(exit: ExitStatus, usage: Usage, timed_out: bool, options: &EvalOptions) -> ExecReport {
+    let cpu_exhausted = options.cpu_seconds.is_some_and(|l| usage.cpu_ms >= l * 1000);
+    let (outcome, description) = match (timed_out, exit.signal, exit.code) {
+        (true, _, _) => (Outcome::Timeout, format!("killed at the {:?} time limit", options.timeout)),
+        (_, Some(libc::SIGXCPU), _) => (Outcome::CpuLimit, "CPU time limit reached".into()),
+        (_, Some(libc::SIGKILL), _) if cpu_exhausted => (Outcome::CpuLimit, "CPU time limit reached".into()),
+        (_, Some(libc::SIGXFSZ), _) => (Outcome::FileSizeLimit, "file size limit reached".into()),
+        (_, Some(libc::SIGSYS), _) => (Outcome::Violation, "killed for a forbidden system call".into()),
+        (_, Some(s), _) => (Outcome::Crashed, format!("killed by signal {s} ({})", signal_name(s))),
+        (_, None, Some(0)) => (Outcome::Ok, "exited with status 0".into()),
+        (_, None, Some(c)) => (Outcome::Error, format!("exited with status {c}")),
+        (_, None, None) => (Outcome::Crashed, "ended without a status".into()),
+    };
+    ExecReport { outcome, exit, usage, description }
+}
+
+/// Wait for `pid` until `deadline`; kill its whole process group at the deadline and
+/// after it exits (orphans die with it). Returns status, (cpu_ms, max_rss_kb), timed out.
+fn wait_with_deadline(pid: libc::pid_t, deadline: Instant) -> Result<(ExitStatus, (u64, u64), bool), EngineError> {
+    // SAFETY: pidfd_open on our own, unreaped child.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if raw < 0 {
+        return Err(EngineError::io("open a pidfd")(io::Error::last_os_error()));
+    }
+    // SAFETY: the kernel just returned this fd to us.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    let mut timed_out = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = left.as_millis().clamp(0, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n > 0 {
+            break;
+        }
+        if n == 0 && !timed_out {
+            timed_out = true;
+            // SAFETY: signalling the process group we created for the child.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+    }
+    // The leader is a zombie until reaped, so -pid still names its group.
+    // SAFETY: as above.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: reaping our own exited child.
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+        return Err(EngineError::io("wait for the sandboxed program")(io::Error::last_os_error()));
+    }
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    let exit = ExitStatus {
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+    };
+    Ok((exit, (ms(usage.ru_utime) + ms(usage.ru_stime), usage.ru_maxrss as u64), timed_out))
+}

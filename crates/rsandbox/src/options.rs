@@ -1,0 +1,158 @@
+//! What a caller can ask for: engine-wide configuration and per-evaluation limits.
+
+use crate::errors::InputError;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Largest code accepted (1 MiB).
+pub const MAX_CODE_BYTES: usize = 1 << 20;
+
+/// Engine-wide settings, fixed when the zygote starts.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Packages loaded in the zygote before any fork (shared copy-on-write).
+    pub preload: Vec<String>,
+    /// The zygote binary; default: `rsandbox-zygote` beside the current executable or
+    /// `$RSANDBOX_ZYGOTE`.
+    pub zygote_path: Option<PathBuf>,
+    /// Run with whatever layers the kernel offers instead of refusing.
+    pub best_effort: bool,
+    /// Create namespaces (user/net/ipc/uts) for each child when the kernel allows.
+    pub namespaces: bool,
+    /// Where workspaces are created (default: the system temp dir).
+    pub workspace_root: Option<PathBuf>,
+    /// First uid of the range used when started as root (one uid per live sandbox).
+    pub uid_base: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            preload: Vec::new(),
+            zygote_path: None,
+            best_effort: false,
+            namespaces: true,
+            workspace_root: None,
+            uid_base: 2_000_000_000,
+        }
+    }
+}
+
+/// Limits for one evaluation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// Wall-clock deadline; the child and everything it started is killed at it.
+    pub timeout: Duration,
+    /// CPU seconds.
+    pub cpu_seconds: Option<u64>,
+    /// Memory the code may allocate, in bytes (address space beyond the zygote's).
+    pub memory: Option<u64>,
+    /// Largest file it may write.
+    pub file_size: Option<u64>,
+    /// Processes it may run at once (itself included).
+    pub processes: Option<u64>,
+    /// Open files.
+    pub open_files: Option<u64>,
+    /// Bytes of stdout + stderr + result the supervisor accepts before killing it.
+    pub max_output: u64,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            timeout: Duration::from_secs(30),
+            cpu_seconds: None,
+            memory: Some(2 << 30),
+            file_size: Some(256 << 20),
+            processes: Some(64),
+            open_files: Some(256),
+            max_output: 16 << 20,
+        }
+    }
+}
+
+/// Parse sizes like `512M`, `2G`, `64k`, `1000` (bytes). Binary units.
+pub fn parse_size(text: &str) -> Result<u64, InputError> {
+    let bad = || InputError::BadLimit { what: "size".into(), value: text.to_string() };
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(bad()),
+    };
+    let value = n.checked_mul(1u64 << shift).ok_or_else(bad)?;
+    if value == 0 {
+        return Err(bad());
+    }
+    Ok(value)
+}
+
+/// Check code before anything starts: non-empty, at most 1 MiB, no NUL bytes.
+pub fn validate_code(code: &str) -> Result<(), InputError> {
+    if code.trim().is_empty() {
+        return Err(InputError::EmptyCode);
+    }
+    if code.len() > MAX_CODE_BYTES {
+        return Err(InputError::CodeTooLarge { bytes: code.len(), max: MAX_CODE_BYTES });
+    }
+    if code.contains('\0') {
+        return Err(InputError::NulInCode);
+    }
+    Ok(())
+}
+
+impl EvalOptions {
+    /// Check the limits make sense.
+    pub fn validate(&self) -> Result<(), InputError> {
+        if self.timeout.is_zero() || self.timeout > Duration::from_secs(24 * 3600) {
+            return Err(InputError::BadLimit { what: "timeout".into(), value: format!("{:?}", self.timeout) });
+        }
+        for (what, v) in [
+            ("cpu", self.cpu_seconds),
+            ("memory", self.memory),
+            ("fsize", self.file_size),
+            ("nproc", self.processes),
+            ("nofile", self.open_files),
+            ("max-output", Some(self.max_output)),
+        ] {
+            if v == Some(0) {
+                return Err(InputError::BadLimit { what: what.into(), value: "0".into() });
+            }
+        }
+        if self.open_files.is_some_and(|n| n < 16) {
+            return Err(InputError::BadLimit { what: "nofile".into(), value: "below 16 (R needs some)".into() });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
+        assert_eq!(parse_size("10MiB").unwrap(), 10 << 20);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        for bad in ["", "M", "-1M", "12Q", "0", "99999999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn code_is_checked_before_anything_runs() {
+        assert!(matches!(validate_code("  \n"), Err(InputError::EmptyCode)));
+        assert!(matches!(validate_code("a\0b"), Err(InputError::NulInCode)));
+        let big = "x".repeat(MAX_CODE_BYTES + 1);
+        assert!(matches!(validate_code(&big), Err(InputError::CodeTooLarge { .. })));
+        validate_code("1 + 1").unwrap();
+    }
+}

@@ -1,0 +1,67 @@
+//! The lockdown policy for an R child: what R needs to read, nothing else.
+
+use crate::options::{EngineConfig, EvalOptions};
+use crate::workspace::Workspace;
+use crate::zygote::ZygoteInfo;
+use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
+use lockdown::{Limits, Policy};
+use std::path::PathBuf;
+
+/// System trees R and its shared libraries are loaded from. No home directory, no
+/// `/etc` beyond R's own configuration, fonts, the dynamic linker cache and the time zone.
+pub const SYSTEM_READ_ONLY: [&str; 11] = [
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/etc/R",
+    "/etc/fonts",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/usr/share/zoneinfo",
+];
+
+/// The policy for one R child.
+pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOptions, config: &EngineConfig) -> Policy {
+    let mut read_only: Vec<PathBuf> = SYSTEM_READ_ONLY.iter().chain(READ_ONLY_DEVICES.iter()).map(PathBuf::from).collect();
+    read_only.push(info.r_home.clone());
+    read_only.extend(info.library_paths.iter().cloned());
+    let mut read_write = vec![workspace.path().to_path_buf()];
+    read_write.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
+    Policy {
+        read_only,
+        read_write,
+        executable: Vec::new(),
+        network: false,
+        limits: Limits {
+            memory: options.memory,
+            cpu_seconds: options.cpu_seconds,
+            file_size: options.file_size,
+            processes: options.processes,
+            open_files: options.open_files,
+            stack: None,
+        },
+        run_as: workspace.identity(),
+        namespaces: config.namespaces,
+        best_effort: config.best_effort,
+        keep_fds_below: 5,
+        violation_fd: Some(4),
+    }
+}
+
+/// The child's whole environment: a fixed allowlist, nothing inherited.
+pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(String, String)> {
+    let ws = workspace.path().to_string_lossy().into_owned();
+    vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("HOME".into(), ws.clone()),
+        ("TMPDIR".into(), ws),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TZ".into(), std::env::var("TZ").unwrap_or_else(|_| "UTC".into())),
+        ("R_HOME".into(), info.r_home.to_string_lossy().into_owned()),
+        ("OMP_NUM_THREADS".into(), "1".into()),
+        ("OPENBLAS_NUM_THREADS".into(), "1".into()),
+    ]
+}

@@ -1,0 +1,152 @@
+//! The result of one evaluation, as every client sees it (the CLI's `--json`).
+
+use serde::{Deserialize, Serialize};
+
+/// How an evaluation ended: exactly one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The code ran to the end.
+    Ok,
+    /// R raised an error (or a syntax error stopped it before running).
+    Error,
+    /// Wall-clock deadline passed; everything was killed.
+    Timeout,
+    /// CPU seconds exhausted.
+    CpuLimit,
+    /// An allocation was refused by the memory limit.
+    MemoryLimit,
+    /// stdout + stderr + result exceeded the output limit.
+    OutputLimit,
+    /// A file grew past the file-size limit.
+    FileSizeLimit,
+    /// A fork was refused by the process limit.
+    ProcessLimit,
+    /// A forbidden system call; the sandbox was ended.
+    Violation,
+    /// The process died some other way (signal, abort, native crash).
+    Crashed,
+}
+
+impl Outcome {
+    /// The CLI's exit status for this outcome (documented in the README).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Ok => 0,
+            Outcome::Error => 1,
+            Outcome::Timeout => 3,
+            Outcome::CpuLimit => 4,
+            Outcome::MemoryLimit => 5,
+            Outcome::OutputLimit => 6,
+            Outcome::FileSizeLimit => 7,
+            Outcome::ProcessLimit => 8,
+            Outcome::Violation => 9,
+            Outcome::Crashed => 10,
+        }
+    }
+
+    /// The snake_case name.
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+    }
+}
+
+/// An R error.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RError {
+    /// `conditionMessage(e)`.
+    pub message: String,
+    /// The call, deparsed; null for top-level errors.
+    pub call: Option<String>,
+}
+
+/// A syntax error, found by R's parser before anything ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyntaxError {
+    /// R's message.
+    pub message: String,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+}
+
+/// A warning.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RWarning {
+    /// `conditionMessage(w)`.
+    pub message: String,
+    /// The call, deparsed.
+    pub call: Option<String>,
+}
+
+/// The forbidden system call that ended the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Its name (`"unknown"` when the process died by SIGSYS without a report).
+    pub syscall: String,
+    /// Its number on this architecture, when known.
+    pub number: Option<i64>,
+}
+
+/// A plot the code drew.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plot {
+    /// Always `"png"`.
+    pub format: String,
+    /// The file, base64.
+    pub data_base64: String,
+}
+
+/// Measured resource use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Wall-clock time from spawn request to result.
+    pub wall_ms: u64,
+    /// User + system CPU of the child and the processes it waited for.
+    pub cpu_ms: u64,
+    /// Peak resident set size.
+    pub max_rss_kb: u64,
+}
+
+/// How the child process ended, for diagnosis.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal, when killed.
+    pub signal: Option<i32>,
+}
+
+/// Everything one evaluation produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The last visible value as JSON (see the README for the mapping).
+    pub value: serde_json::Value,
+    /// Whether the last top-level expression was visible.
+    pub visible: bool,
+    /// Everything written to stdout (auto-printed values included).
+    pub stdout: String,
+    /// Everything written to stderr (messages and warnings are captured separately).
+    pub stderr: String,
+    /// `message()` texts, in order.
+    pub messages: Vec<String>,
+    /// Warnings, in order.
+    pub warnings: Vec<RWarning>,
+    /// The R error, when `outcome` is `error` (or a limit that R reported as an error).
+    pub error: Option<RError>,
+    /// Set when a syntax error stopped the code before it ran.
+    pub syntax_error: Option<SyntaxError>,
+    /// Set when `outcome` is `violation`.
+    pub violation: Option<Violation>,
+    /// Plots drawn.
+    pub plots: Vec<Plot>,
+    /// Resource use.
+    pub usage: Usage,
+    /// How the child process ended.
+    pub exit: ExitStatus,
+    /// The layers the child applied (absent when it never got that far).
+    pub layers: Option<lockdown::Applied>,
+}

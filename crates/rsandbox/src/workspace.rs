@@ -1,0 +1,174 @@
+//! Private workspaces and the identities that own them.
+//!
+//! Each sandbox gets a fresh directory, mode 0700. When the supervisor runs as root,
+//! each live sandbox also gets its own uid/gid from a range nothing else uses, so
+//! `RLIMIT_NPROC` counts that sandbox's processes only and sandboxes cannot signal or
+//! read one another even without Landlock. Directories are removed when the guard drops.
+
+use crate::errors::EngineError;
+use lockdown::Identity;
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Number of uids in the range; at most this many sandboxes can be alive at once as root.
+const UID_RANGE: u32 = 65_536;
+
+/// The directory all of one engine's workspaces live under, removed with the engine.
+#[derive(Debug)]
+pub struct WorkspaceRoot {
+    dir: PathBuf,
+    as_root: bool,
+    uid_base: u32,
+    uids_in_use: Arc<Mutex<BTreeSet<u32>>>,
+    next: Mutex<u64>,
+}
+
+/// One sandbox's workspace; removed (with everything in it) on drop.
+#[derive(Debug)]
+pub struct Workspace {
+    path: PathBuf,
+    identity: Option<Identity>,
+    uids_in_use: Arc<Mutex<BTreeSet<u32>>>,
+}
+
+impl WorkspaceRoot {
+    /// Create a fresh root under `parent` (default: the system temp dir).
+    pub fn create(parent: Option<&Path>, uid_base: u32) -> Result<WorkspaceRoot, EngineError> {
+        let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        let mut random = [0u8; 8];
+        getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
+        let dir = parent.join(format!("rsandbox-{}-{:016x}", std::process::id(), u64::from_ne_bytes(random)));
+        // 0711: sandbox uids may traverse to their own workspace but not list others.
+        fs::DirBuilder::new().mode(0o711).create(&dir).map_err(EngineError::io(format!("create {}", dir.display())))?;
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o711))
+            .map_err(EngineError::io(format!("chmod {}", dir.display())))?;
+        Ok(WorkspaceRoot {
+            dir,
+            // SAFETY: geteuid cannot fail.
+            as_root: unsafe { libc::geteuid() } == 0,
+            uid_base,
+            uids_in_use: Arc::new(Mutex::new(BTreeSet::new())),
+            next: Mutex::new(0),
+        })
+    }
+
+    /// The root directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new workspace, owned by a fresh identity when running as root.
+    pub fn workspace(&self) -> Result<Workspace, EngineError> {
+        let n = {
+            let mut next = self.next.lock().expect("workspace counter");
+            *next += 1;
+            *next
+        };
+        let path = self.dir.join(format!("ws-{n}"));
+        fs::DirBuilder::new().mode(0o700).create(&path).map_err(EngineError::io(format!("create {}", path.display())))?;
+        let identity = if self.as_root { Some(self.allocate_identity(n)?) } else { None };
+        if let Some(id) = identity {
+            std::os::unix::fs::chown(&path, Some(id.uid), Some(id.gid))
+                .map_err(EngineError::io(format!("chown {}", path.display())))?;
+        }
+        Ok(Workspace { path, identity, uids_in_use: self.uids_in_use.clone() })
+    }
+
+    fn allocate_identity(&self, hint: u64) -> Result<Identity, EngineError> {
+        let mut in_use = self.uids_in_use.lock().expect("uid set");
+        for i in 0..UID_RANGE {
+            let uid = self.uid_base + ((hint as u32).wrapping_add(i) % UID_RANGE);
+            if in_use.insert(uid) {
+                return Ok(Identity { uid, gid: uid });
+            }
+        }
+        Err(EngineError::Io { what: "allocate a sandbox uid".into(), source: io::Error::other("all uids in use") })
+    }
+}
+
+impl Drop for WorkspaceRoot {
+    fn drop(&mut self) {
+        remove_tree(&self.dir);
+    }
+}
+
+impl Workspace {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The identity the sandbox runs as (when the supervisor is root).
+    pub fn identity(&self) -> Option<Identity> {
+        self.identity
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        remove_tree(&self.path);
+        if let Some(id) = self.identity {
+            self.uids_in_use.lock().expect("uid set").remove(&id.uid);
+        }
+    }
+}
+
+/// Remove a tree the sandbox may have made awkward (a directory chmod'ed to 000).
+fn remove_tree(path: &Path) {
+    if fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return;
+    }
+    restore_permissions(path);
+    if let Err(e) = fs::remove_dir_all(path) {
+        eprintln!("rsandbox: failed to remove {}: {e}", path.display());
+    }
+}
+
+fn restore_permissions(path: &Path) {
+    let Ok(meta) = fs::symlink_metadata(path) else { return };
+    if meta.is_dir() {
+        if fs::set_permissions(path, fs::Permissions::from_mode(0o700)).is_err() {
+            return;
+        }
+        if let Ok(entries) = fs::read_dir(path) {
+            for entry in entries.flatten() {
+                restore_permissions(&entry.path());
+            }
+        }
+    }
+}
+
+fn getrandom(buf: &mut [u8]) -> io::Result<()> {
+    // SAFETY: writing at most buf.len() bytes into buf.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n as usize == buf.len() {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspaces_are_private_and_removed() {
+        let root = WorkspaceRoot::create(None, 2_000_000_000).unwrap();
+        let ws = root.workspace().unwrap();
+        let path = ws.path().to_path_buf();
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+        fs::create_dir(path.join("locked")).unwrap();
+        fs::write(path.join("locked/f"), "x").unwrap();
+        fs::set_permissions(path.join("locked"), fs::Permissions::from_mode(0)).unwrap();
+        drop(ws);
+        assert!(!path.exists());
+        let root_path = root.path().to_path_buf();
+        drop(root);
+        assert!(!root_path.exists());
+    }
+}

@@ -1,0 +1,213 @@
+//! The supervisor's handle on a zygote process: start it with a clean environment, send
+//! spawn requests, and route its events to the evaluation waiting for them.
+
+use crate::channel::Channel;
+use crate::errors::EngineError;
+use crate::protocol::{ZygoteEvent, ZygoteRequest};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+/// What the zygote reported at start-up.
+#[derive(Clone, Debug)]
+pub struct ZygoteInfo {
+    /// `R.version.string`.
+    pub r_version: String,
+    /// `R.home()`.
+    pub r_home: PathBuf,
+    /// `.libPaths()`.
+    pub library_paths: Vec<PathBuf>,
+    /// Packages preloaded.
+    pub preloaded: Vec<String>,
+    /// The zygote's pid.
+    pub pid: u32,
+}
+
+/// An event for one spawn request, with the pidfd when it is `Spawned`.
+pub type Routed = (ZygoteEvent, Option<OwnedFd>);
+
+type Routes = Arc<Mutex<HashMap<u64, Sender<Routed>>>>;
+
+/// A running zygote.
+pub struct Zygote {
+    channel: Arc<Channel>,
+    process: Mutex<std::process::Child>,
+    routes: Routes,
+    alive: Arc<AtomicBool>,
+    next_req: AtomicU64,
+    info: ZygoteInfo,
+}
+
+/// Where `rsandbox-zygote` is: explicit path, `$RSANDBOX_ZYGOTE`, or beside this
+/// executable (or one directory up, for test binaries in `target/*/deps`).
+pub fn locate_zygote(explicit: Option<&Path>) -> Result<PathBuf, EngineError> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("RSANDBOX_ZYGOTE") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(EngineError::io("find the current executable"))?;
+    let dir = exe.parent().unwrap_or(Path::new("/"));
+    [dir.join("rsandbox-zygote"), dir.join("../rsandbox-zygote")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            EngineError::ZygoteStart(format!(
+                "rsandbox-zygote not found beside {}; set RSANDBOX_ZYGOTE or build it (cargo build -p rsandbox-zygote)",
+                exe.display()
+            ))
+        })
+}
+
+/// The only variables the zygote (and so every child) starts from.
+fn zygote_environment() -> Vec<(String, String)> {
+    let mut env = vec![
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+        ("TZ".to_string(), std::env::var("TZ").unwrap_or_else(|_| "UTC".into())),
+        // One thread: the zygote must stay single-threaded to fork safely.
+        ("OPENBLAS_NUM_THREADS".to_string(), "1".to_string()),
+        ("OMP_NUM_THREADS".to_string(), "1".to_string()),
+        ("MKL_NUM_THREADS".to_string(), "1".to_string()),
+        // Huge pages for malloc: fewer page-table entries to copy at each fork.
+        ("GLIBC_TUNABLES".to_string(), "glibc.malloc.hugetlb=1".to_string()),
+    ];
+    if let Ok(home) = std::env::var("R_HOME") {
+        env.push(("R_HOME".into(), home));
+    }
+    env
+}
+
+impl Zygote {
+    /// Start a zygote and wait until R is up (or report why it is not).
+    pub fn start(binary: &Path, preload: &[String]) -> Result<Zygote, EngineError> {
+        let (ours, theirs) = Channel::pair().map_err(EngineError::io("create the zygote channel"))?;
+        let theirs_fd = theirs.as_fd_raw();
+        let mut command = Command::new(binary);
+        if !preload.is_empty() {
+            command.arg("--preload").arg(preload.join(","));
+        }
+        command.env_clear().envs(zygote_environment()).current_dir("/");
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which
+        // are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                // dup2 onto itself would keep close-on-exec set; clear it explicitly then.
+                let rc = if theirs_fd == 3 { libc::fcntl(3, libc::F_SETFD, 0) } else { libc::dup2(theirs_fd, 3) };
+                if rc < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let process = command
+            .spawn()
+            .map_err(|e| EngineError::ZygoteStart(format!("failed to run {}: {e}", binary.display())))?;
+        drop(theirs);
+        let pid = process.id();
+        let ready = match ours.recv() {
+            Ok(Some((bytes, _))) => serde_json::from_slice::<ZygoteEvent>(&bytes)
+                .map_err(|e| EngineError::ZygoteStart(format!("bad start-up message: {e}")))?,
+            Ok(None) => return Err(EngineError::ZygoteStart("the zygote exited during start-up".into())),
+            Err(e) => return Err(EngineError::ZygoteStart(format!("failed to read from the zygote: {e}"))),
+        };
+        let info = match ready {
+            ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded } => {
+                ZygoteInfo { r_version, r_home, library_paths, preloaded, pid }
+            }
+            ZygoteEvent::StartFailed { error } => return Err(EngineError::ZygoteStart(error)),
+            other => return Err(EngineError::ZygoteStart(format!("expected ready, got {other:?}"))),
+        };
+        let channel = Arc::new(ours);
+        let routes: Routes = Arc::default();
+        let alive = Arc::new(AtomicBool::new(true));
+        spawn_router(channel.clone(), routes.clone(), alive.clone());
+        Ok(Zygote { channel, process: Mutex::new(process), routes, alive, next_req: AtomicU64::new(1), info })
+    }
+
+    /// What the zygote reported at start-up.
+    pub fn info(&self) -> &ZygoteInfo {
+        &self.info
+    }
+
+    /// Whether the zygote is still serving.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Ask for a child. Returns the request id and the stream of events for it
+    /// (`Spawned` with a pidfd, or `SpawnFailed`; later `Exited`).
+    pub fn spawn(&self, request: impl FnOnce(u64) -> ZygoteRequest, fds: &[BorrowedFd<'_>]) -> Result<(u64, Receiver<Routed>), EngineError> {
+        if !self.is_alive() {
+            return Err(EngineError::ZygoteGone("it exited earlier".into()));
+        }
+        let req = self.next_req.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = channel();
+        self.routes.lock().expect("routes").insert(req, tx);
+        let bytes = serde_json::to_vec(&request(req)).expect("requests serialise");
+        if let Err(e) = self.channel.send(&bytes, fds) {
+            self.routes.lock().expect("routes").remove(&req);
+            return Err(EngineError::ZygoteGone(format!("failed to send to the zygote: {e}")));
+        }
+        Ok((req, rx))
+    }
+
+    /// Forget a request (its evaluation is over).
+    pub fn forget(&self, req: u64) {
+        self.routes.lock().expect("routes").remove(&req);
+    }
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        // The zygote kills its children's groups when the channel closes; make sure it
+        // is gone even if it does not notice.
+        let mut process = self.process.lock().expect("zygote process");
+        if process.kill().is_ok() {
+            // Reaping cannot fail for our own killed child in any way we could act on.
+            process.wait().ok();
+        }
+    }
+}
+
+fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("rsandbox-zygote-events".into())
+        .spawn(move || {
+            while let Ok(Some((bytes, mut fds))) = channel.recv() {
+                let Ok(event) = serde_json::from_slice::<ZygoteEvent>(&bytes) else { break };
+                let req = match &event {
+                    ZygoteEvent::Spawned { req, .. } | ZygoteEvent::SpawnFailed { req, .. } | ZygoteEvent::Exited { req, .. } => *req,
+                    _ => continue,
+                };
+                let fd = fds.pop();
+                let route = routes.lock().expect("routes").get(&req).cloned();
+                if let Some(tx) = route {
+                    // The evaluation may have given up (timeout); then nobody needs this.
+                    tx.send((event, fd)).ok();
+                }
+            }
+            alive.store(false, Ordering::SeqCst);
+            // Dropping the senders wakes every waiting evaluation with "disconnected".
+            routes.lock().expect("routes").clear();
+        })
+        .expect("failed to start the zygote event thread");
+}
+
+trait RawOf {
+    fn as_fd_raw(&self) -> i32;
+}
+
+impl RawOf for Channel {
+    fn as_fd_raw(&self) -> i32 {
+        use std::os::fd::AsFd;
+        self.as_fd().as_raw_fd()
+    }
+}

@@ -1,0 +1,632 @@
+# rsandbox evaluation harness.
+#
+# The zygote evaluates this file once, at start-up, into a fresh environment
+# whose parent is baseenv(), so nothing a user later puts in globalenv() can
+# shadow the functions below. Only base functions are used unqualified;
+# everything else is reached through `pkg::`. Entry points:
+#
+#   rsandbox_prepare_zygote(preload)  once, in the zygote, before forking
+#   rsandbox_eval(code, plot_dir)     once per forked child; returns JSON
+#   rsandbox_to_json(x)               encoder used for the returned value
+#
+# Result of rsandbox_eval(): a character(1) JSON object, always with the keys
+#
+#   {"status": "ok" | "error" | "syntax_error" | "memory_limit" | "process_limit",
+#    "value": <last visible value, encoded as below, or null>,
+#    "visible": <true iff the last top-level expression evaluated was visible>,
+#    "messages": [<conditionMessage of each message(), trailing "\n" kept>],
+#    "warnings": [{"message": <text>, "call": <deparsed call or null>}],
+#    "error": null | {"message": <text>, "call": <deparsed call or null>},
+#    "syntax_error": null | {"message": <text>, "line": <int|null>, "column": <int|null>}}
+#
+# JSON encoding rules (rsandbox_to_json):
+#   - NULL -> null.
+#   - Atomic vectors (logical, integer, double, character, complex):
+#     length 1 and unnamed -> scalar; otherwise an array; a vector whose names
+#     are all non-empty -> an object (otherwise names are dropped).
+#   - NA (of any type) -> null.
+#   - Doubles: the shortest of 15, 16 or 17 significant digits ("%.*g") that
+#     reads back as the same double, so 0.1 -> 0.1, 1e5 -> 100000,
+#     1e20 -> 1e+20. Integers print without a decimal point.
+#     NaN -> "NaN", Inf -> "Inf", -Inf -> "-Inf" (as JSON strings).
+#   - Complex -> strings, e.g. "1+2i".
+#   - Strings are output as UTF-8; " \ and control characters are escaped
+#     (\n \r \t \b \f, others below 0x20 as \u00XX); other non-ASCII
+#     characters are written as-is. Invalid UTF-8 bytes become U+FFFD.
+#   - factor -> its labels (same scalar/array/object rule as vectors).
+#   - Date -> "YYYY-MM-DD"; POSIXct/POSIXlt -> "YYYY-MM-DDTHH:MM:SS+HH:MM"
+#     in the session time zone (fractional seconds are dropped).
+#   - data.frame -> array of row objects ({"col": value, ...}), NA -> null.
+#     Character (non-automatic) row names are added as a "_row" field first,
+#     as jsonlite does. List columns are encoded element by element.
+#   - matrix -> array of row arrays (dimnames are dropped); arrays with more
+#     dimensions nest the same way, first index outermost.
+#   - list: all names non-empty -> object; otherwise array (a length-1 list
+#     is still an array). Nesting deeper than 100 levels falls back to the
+#     printed form below.
+#   - Anything else -- functions, environments, symbols, calls, formulas,
+#     raw vectors, S4 objects, and every classed object (is.object(x)) other
+#     than factor, data.frame, Date, POSIXct and POSIXlt, e.g. lm fits ->
+#     {"class": [<class(x)>], "printed": <print(x) output, lines joined
+#     with "\n", truncated to 10000 characters>}.
+#   - The encoder never fails: if encoding raises an error the printed form
+#     is used, and if even that fails {"class": [], "printed": ""}.
+
+# ---------------------------------------------------------------------------
+# State shared by the functions below. Private to each forked child once the
+# zygote has forked.
+
+.rsb_state <- new.env(parent = emptyenv())
+.rsb_state$png_type <- "cairo"
+.rsb_state$devices <- 0L
+
+.rsb_max_depth <- 100L
+.rsb_max_printed <- 10000L
+
+# ---------------------------------------------------------------------------
+# Zygote preparation
+
+rsandbox_prepare_zygote <- function(preload = character()) {
+  for (pkg in as.character(preload)) {
+    # Re-signal with the package name up front: some load failures (a broken
+    # dependency, a missing shared library) do not name the package asked for.
+    tryCatch(
+      suppressPackageStartupMessages(library(pkg, character.only = TRUE)),
+      error = function(e) {
+        stop(sprintf("failed to preload package '%s': %s", pkg, conditionMessage(e)),
+             call. = FALSE)
+      }
+    )
+  }
+
+  # User code arrives as UTF-8. In a non-UTF-8 locale (e.g. an unset LANG
+  # gives "C") R prints non-ASCII text as <U+00E9> and the parser rejects
+  # non-ASCII input when it reports syntax errors. Best effort only.
+  if (!isTRUE(l10n_info()[["UTF-8"]])) {
+    for (locale in c("C.UTF-8", "C.utf8", "en_US.UTF-8")) {
+      if (nzchar(suppressWarnings(Sys.setlocale("LC_CTYPE", locale)))) break
+    }
+  }
+
+  # Forking from inside a forked child just multiplies processes against the
+  # sandbox's process limit; parallel code should run serially by default.
+  if (is.null(getOption("mc.cores"))) options(mc.cores = 1L)
+
+  # Without cairo, png() falls back to whatever bitmapType the build supports.
+  if (!isTRUE(capabilities("cairo"))) {
+    .rsb_state$png_type <- getOption("bitmapType")
+  }
+  options(device = .rsb_png_device)
+
+  # The first plot in a process pays for fontconfig's cache scan and font
+  # loading (hundreds of ms). Doing it here means every child inherits the
+  # warm state through fork.
+  tryCatch({
+    warm <- tempfile(fileext = ".png")
+    grDevices::png(warm, width = 200, height = 200, type = .rsb_state$png_type)
+    graphics::plot(1:10, main = "warm-up")
+    grDevices::dev.off()
+    unlink(warm)
+  }, error = function(e) {
+    warning("rsandbox: graphics warm-up failed: ", conditionMessage(e), call. = FALSE)
+  })
+
+  # Preloading may have drawn random numbers; children must not share a seed.
+  .rsb_drop_seed()
+  .rsb_state$devices <- 0L
+  gc()
+  invisible(NULL)
+}
+
+# Used as options(device): every plot that does not open its own device goes
+# to numbered PNG files in the evaluation's plot directory. A second device
+# opened in the same evaluation (dev.new()) gets its own prefix so it does not
+# overwrite the first one's pages.
+.rsb_png_device <- function(...) {
+  .rsb_state$devices <- .rsb_state$devices + 1L
+  n <- .rsb_state$devices
+  pattern <- if (n == 1L) "plot-%03d.png" else sprintf("plot-%d-%%03d.png", n)
+  dir <- getOption("rsandbox.plot_dir", tempdir())
+  grDevices::png(filename = file.path(dir, pattern), width = 800, height = 600,
+                 res = 96, type = .rsb_state$png_type)
+}
+
+.rsb_drop_seed <- function() {
+  if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) {
+    rm(".Random.seed", envir = globalenv())
+  }
+}
+
+# Children forked from one zygote would otherwise all inherit the same RNG
+# state. Seeding from /dev/urandom keeps results unpredictable while leaving
+# the user's own set.seed() fully deterministic.
+.rsb_reseed <- function() {
+  .rsb_drop_seed()
+  seed <- tryCatch({
+    con <- file("/dev/urandom", "rb", raw = TRUE)
+    on.exit(close(con))
+    readBin(con, "integer", n = 1L, size = 4L)
+  }, error = function(e) NULL)
+  # Without a seed, R seeds itself from time and pid on first use, which is
+  # still distinct per child.
+  if (length(seed) == 1L) set.seed(if (is.na(seed)) 0L else seed)
+}
+
+# ---------------------------------------------------------------------------
+# Evaluation
+
+rsandbox_eval <- function(code, plot_dir) {
+  tryCatch(
+    .rsb_eval(code, plot_dir),
+    error = function(e) {
+      # Only reached on a bug in this file: user errors are handled per
+      # expression in .rsb_eval_toplevel().
+      .rsb_result(
+        status = "error",
+        error = list(message = paste0("rsandbox internal error: ",
+                                      .rsb_condition_message(e)),
+                     call = NA_character_)
+      )
+    }
+  )
+}
+
+.rsb_eval <- function(code, plot_dir) {
+  options(rsandbox.plot_dir = plot_dir)
+  .rsb_state$devices <- 0L
+  .rsb_reseed()
+
+  code <- enc2utf8(as.character(code))
+  exprs <- tryCatch(
+    parse(text = code, keep.source = FALSE, srcfile = NULL, encoding = "UTF-8"),
+    error = function(e) e
+  )
+  if (inherits(exprs, "error")) {
+    return(.rsb_result(status = "syntax_error",
+                       syntax_error = .rsb_syntax_error(exprs)))
+  }
+
+  messages <- .rsb_collector()
+  warning_messages <- .rsb_collector()
+  warning_calls <- .rsb_collector()
+  log <- list(
+    message = function(text) messages$push(text),
+    warning = function(text, call) {
+      warning_messages$push(text)
+      warning_calls$push(call)
+    }
+  )
+
+  value <- NULL
+  visible <- FALSE
+  err <- NULL
+  for (i in seq_along(exprs)) {
+    step <- .rsb_eval_toplevel(exprs[[i]], log)
+    if (!is.null(step$error)) {
+      err <- step$error
+      visible <- FALSE
+      break
+    }
+    visible <- step$visible
+    if (visible) value <- step$value
+  }
+
+  # Devices buffer pages until closed; close them so the PNGs are complete
+  # before the host collects the plot directory.
+  try(grDevices::graphics.off(), silent = TRUE)
+
+  status <- if (is.null(err)) "ok" else .rsb_error_status(err$message, warning_messages$get())
+  .rsb_result(
+    status = status,
+    value = if (is.null(value)) "null" else rsandbox_to_json(value),
+    visible = visible,
+    messages = messages$get(),
+    warning_messages = warning_messages$get(),
+    warning_calls = warning_calls$get(),
+    error = err
+  )
+}
+
+# Evaluates one top-level expression the way Rscript's REPL does: in
+# globalenv(), auto-printing visible values. Returns list(value, visible,
+# error) where error is NULL or list(message, call).
+.rsb_eval_toplevel <- function(toplevel_expr, log) {
+  tryCatch(
+    withCallingHandlers({
+      res <- withVisible(eval(toplevel_expr, globalenv()))
+      if (res$visible) .rsb_autoprint(res$value)
+      list(value = res$value, visible = res$visible, error = NULL)
+    },
+    warning = function(w) .rsb_on_warning(w, log),
+    message = function(m) .rsb_on_message(m, log)),
+    error = function(e) {
+      list(value = NULL, visible = FALSE,
+           error = list(message = .rsb_condition_message(e),
+                        call = .rsb_condition_call(e)))
+    }
+  )
+}
+
+# Conditions raised directly in top-level code report the eval() call above
+# as their call; Rscript reports no call for them.
+.rsb_toplevel_call <- quote(eval(toplevel_expr, globalenv()))
+
+.rsb_on_warning <- function(w, log) {
+  # A warning condition raised with signalCondition() has no muffle restart
+  # and R would not display it, so neither do we.
+  if (is.null(findRestart("muffleWarning"))) return(invisible())
+  warn <- suppressWarnings(as.integer(getOption("warn", 0L))[1L])
+  if (is.na(warn)) warn <- 0L
+  # warn >= 2: decline, so R's default handler turns it into an error that
+  # the enclosing tryCatch records, as Rscript would.
+  if (warn >= 2L) return(invisible())
+  if (warn >= 0L) log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
+  invokeRestart("muffleWarning")
+}
+
+.rsb_on_message <- function(m, log) {
+  if (is.null(findRestart("muffleMessage"))) return(invisible())
+  log$message(.rsb_condition_message(m))
+  invokeRestart("muffleMessage")
+}
+
+# Rscript auto-prints through base::print (show() for S4), called from an
+# environment whose parent is globalenv(), so S3 methods the user defined in
+# globalenv() are dispatched. A local print binding keeps a user-defined
+# `print` function from replacing the generic.
+.rsb_autoprint <- function(x) {
+  env <- new.env(parent = globalenv())
+  assign("x", x, envir = env)
+  if (isS4(x)) {
+    assign("show", methods::show, envir = env)
+    eval(quote(show(x)), env)
+  } else {
+    assign("print", base::print, envir = env)
+    eval(quote(print(x)), env)
+  }
+  invisible()
+}
+
+.rsb_condition_message <- function(cond) {
+  msg <- tryCatch(conditionMessage(cond), error = function(e) "<unprintable condition message>")
+  paste(as.character(msg), collapse = "\n")
+}
+
+# NA_character_ stands for "no call" (JSON null).
+.rsb_condition_call <- function(cond) {
+  call <- tryCatch(conditionCall(cond), error = function(e) NULL)
+  if (is.null(call) || identical(call, .rsb_toplevel_call)) return(NA_character_)
+  # Calls built by do.call() can embed whole data sets; keep them readable.
+  paste(deparse(call, nlines = 20L), collapse = "\n")
+}
+
+# Observed in R 4.2 under a low RLIMIT_NPROC:
+#   mcparallel()/mclapply():  "unable to fork, possible reason: Resource temporarily unavailable"
+#   system(intern = TRUE), system2(stdout = TRUE):
+#                             "cannot popen '<cmd>', probable reason 'Cannot allocate memory'"
+#   readLines(pipe(...)):     error "cannot open the connection", with the reason in
+#                             a warning "cannot open pipe() cmd '<cmd>': Cannot allocate memory"
+#   makeForkCluster():        "Cluster setup failed."
+# (system() without intern only warns "error in running command" and returns 127.)
+# Fork failures are checked first because a failed popen reports ENOMEM.
+.rsb_process_pattern <- paste(
+  "unable to fork", "cannot popen", "cannot open pipe\\(\\)",
+  "Cluster setup failed", "Resource temporarily unavailable",
+  sep = "|"
+)
+# R's own allocation failures ("cannot allocate vector of size ...",
+# "cannot allocate memory block of size ...", "'R_Calloc' could not allocate
+# memory ...", "vector memory exhausted (limit reached?)"), strerror(ENOMEM)
+# and C++ std::bad_alloc from compiled code.
+.rsb_memory_pattern <- paste(
+  "^cannot allocate (vector|memory|buffer)", "could not (re-)?allocate memory",
+  "memory exhausted", "out[- ]of[- ]memory", "cannot allocate memory",
+  "failed to (re)?alloc", "bad_alloc",
+  sep = "|"
+)
+
+.rsb_error_status <- function(message, warnings) {
+  text <- message
+  # Connection errors are generic; R puts the actual reason in a warning.
+  if (identical(message, "cannot open the connection") && length(warnings) > 0L) {
+    text <- c(text, warnings[length(warnings)])
+  }
+  if (any(grepl(.rsb_process_pattern, text, ignore.case = TRUE))) return("process_limit")
+  if (any(grepl(.rsb_memory_pattern, text, ignore.case = TRUE))) return("memory_limit")
+  "error"
+}
+
+# With srcfile = NULL, R 4.2 parse errors read "2:3: unexpected symbol\n1: ...";
+# with a srcfile they carry a "<text>:" prefix. Lexer errors such as
+# "'\q' is an unrecognized escape ..." carry no position at all, and a few
+# ("repeated formal argument 'x' on line 1") only a line.
+.rsb_syntax_error <- function(e) {
+  msg <- .rsb_condition_message(e)
+  line <- NA_integer_
+  column <- NA_integer_
+  pos <- regmatches(msg, regexec("^(?:<text>:)?([0-9]+):([0-9]+):", msg, perl = TRUE))[[1L]]
+  if (length(pos) == 3L) {
+    line <- as.integer(pos[2L])
+    column <- as.integer(pos[3L])
+  } else {
+    pos <- regmatches(msg, regexec("(?:at|on) line ([0-9]+)", msg, perl = TRUE))[[1L]]
+    if (length(pos) == 2L) line <- as.integer(pos[2L])
+  }
+  list(message = msg, line = line, column = column)
+}
+
+# Append-only character buffer. Modifying the closure's own variables with
+# `<<-` happens in place, so n pushes cost O(n) rather than O(n^2).
+.rsb_collector <- function() {
+  buf <- character(16L)
+  n <- 0L
+  list(
+    push = function(x) {
+      n <<- n + 1L
+      if (n > length(buf)) length(buf) <<- 2L * length(buf)
+      buf[n] <<- x
+      invisible()
+    },
+    get = function() buf[seq_len(n)]
+  )
+}
+
+.rsb_result <- function(status, value = "null", visible = FALSE,
+                        messages = character(), warning_messages = character(),
+                        warning_calls = character(), error = NULL,
+                        syntax_error = NULL) {
+  warnings <- if (length(warning_messages) == 0L) character() else {
+    paste0("{\"message\":", .rsb_json_strings(warning_messages),
+           ",\"call\":", .rsb_json_strings(warning_calls), "}")
+  }
+  error_json <- if (is.null(error)) "null" else {
+    paste0("{\"message\":", .rsb_json_strings(error$message),
+           ",\"call\":", .rsb_json_strings(error$call), "}")
+  }
+  syntax_json <- if (is.null(syntax_error)) "null" else {
+    paste0("{\"message\":", .rsb_json_strings(syntax_error$message),
+           ",\"line\":", .rsb_json_integers(syntax_error$line),
+           ",\"column\":", .rsb_json_integers(syntax_error$column), "}")
+  }
+  enc2utf8(paste0(
+    "{\"status\":", .rsb_json_strings(status),
+    ",\"value\":", value,
+    ",\"visible\":", if (isTRUE(visible)) "true" else "false",
+    ",\"messages\":", .rsb_json_array(.rsb_json_strings(messages)),
+    ",\"warnings\":", .rsb_json_array(warnings),
+    ",\"error\":", error_json,
+    ",\"syntax_error\":", syntax_json,
+    "}"
+  ))
+}
+
+# ---------------------------------------------------------------------------
+# JSON encoding (rules at the top of this file)
+
+rsandbox_to_json <- function(x) {
+  out <- tryCatch(.rsb_json(x, 0L), error = function(e) NULL)
+  if (is.character(out) && length(out) == 1L && !is.na(out)) return(enc2utf8(out))
+  .rsb_json_printed(x)
+}
+
+.rsb_json <- function(x, depth) {
+  if (is.null(x)) return("null")
+  if (depth > .rsb_max_depth) return(.rsb_json_printed(x))
+  if (is.data.frame(x)) return(.rsb_json_array(.rsb_json_records(x, depth)))
+  if (.rsb_is_vectorlike_class(x)) return(.rsb_json_shape(.rsb_json_elements(x, depth), names(x)))
+  if (is.object(x)) return(.rsb_json_printed(x))
+  if (is.atomic(x) && !is.raw(x) || is.list(x)) {
+    if (typeof(x) == "pairlist") x <- as.list(x)
+    d <- dim(x)
+    if (length(d) >= 2L) return(.rsb_json_nested(.rsb_json_elements(x, depth), d))
+    elements <- .rsb_json_elements(x, depth)
+    if (is.list(x)) {
+      return(if (.rsb_all_named(names(x))) .rsb_json_object(elements, names(x))
+             else .rsb_json_array(elements))
+    }
+    return(.rsb_json_shape(elements, names(x)))
+  }
+  .rsb_json_printed(x)
+}
+
+# Classed vectors that are encoded as their values rather than printed.
+.rsb_is_vectorlike_class <- function(x) {
+  is.factor(x) || inherits(x, "Date") || inherits(x, "POSIXct") || inherits(x, "POSIXlt")
+}
+
+.rsb_all_named <- function(nms) {
+  !is.null(nms) && !anyNA(nms) && all(nzchar(nms))
+}
+
+# Scalar/array/object rule for atomic vectors.
+.rsb_json_shape <- function(elements, nms) {
+  if (.rsb_all_named(nms) && length(nms) == length(elements)) {
+    return(.rsb_json_object(elements, nms))
+  }
+  if (length(elements) == 1L && is.null(nms)) return(elements)
+  .rsb_json_array(elements)
+}
+
+.rsb_json_array <- function(elements) {
+  paste0("[", paste(elements, collapse = ","), "]")
+}
+
+.rsb_json_object <- function(elements, nms) {
+  if (length(elements) == 0L) return("{}")
+  paste0("{", paste0(.rsb_json_strings(nms), ":", elements, collapse = ","), "}")
+}
+
+# One JSON text per element of x (x is a vector, factor, date-time or list;
+# used both for top-level vectors and for data frame columns).
+.rsb_json_elements <- function(x, depth) {
+  if (is.factor(x)) return(.rsb_json_strings(as.character(x)))
+  if (inherits(x, "Date")) return(.rsb_json_strings(format(x, "%Y-%m-%d")))
+  if (inherits(x, "POSIXt")) return(.rsb_json_strings(.rsb_iso_datetime(x)))
+  if (is.list(x)) {
+    return(vapply(x, function(el) .rsb_json(el, depth + 1L), character(1L),
+                  USE.NAMES = FALSE))
+  }
+  if (is.object(x)) {
+    # Other classed columns of a data frame (difftime, ...): their formatted text.
+    s <- trimws(format(x))
+    s[is.na(x)] <- NA_character_
+    return(.rsb_json_strings(s))
+  }
+  switch(typeof(x),
+    logical = .rsb_json_logicals(x),
+    integer = .rsb_json_integers(x),
+    double = .rsb_json_doubles(x),
+    character = .rsb_json_strings(x),
+    complex = .rsb_json_strings(ifelse(is.na(x), NA_character_, as.character(x))),
+    raw = .rsb_json_strings(as.character(x)),
+    stop("cannot encode elements of type ", typeof(x))
+  )
+}
+
+.rsb_iso_datetime <- function(x) {
+  s <- format(as.POSIXct(x), "%Y-%m-%dT%H:%M:%S%z")
+  # strftime's %z is "+0100"; ISO 8601 / RFC 3339 extended form is "+01:00".
+  sub("([+-][0-9]{2})([0-9]{2})$", "\\1:\\2", s)
+}
+
+.rsb_json_logicals <- function(x) {
+  out <- ifelse(x, "true", "false")
+  out[is.na(x)] <- "null"
+  as.character(out)
+}
+
+.rsb_json_integers <- function(x) {
+  out <- as.character(as.integer(x))
+  out[is.na(x)] <- "null"
+  out
+}
+
+.rsb_json_doubles <- function(x) {
+  x <- as.double(x)
+  out <- character(length(x))
+  finite <- is.finite(x)
+  if (any(finite)) {
+    v <- x[finite]
+    # sprintf() always uses "." as decimal mark: R keeps LC_NUMERIC at "C".
+    s <- sprintf("%.15g", v)
+    for (digits in c(16L, 17L)) {
+      lossy <- as.numeric(s) != v
+      if (!any(lossy)) break
+      s[lossy] <- sprintf("%.*g", digits, v[lossy])
+    }
+    out[finite] <- s
+  }
+  out[is.na(x)] <- "null"
+  out[is.nan(x)] <- "\"NaN\""
+  out[!is.na(x) & x == Inf] <- "\"Inf\""
+  out[!is.na(x) & x == -Inf] <- "\"-Inf\""
+  out
+}
+
+.rsb_json_strings <- function(x) {
+  x <- as.character(x)
+  if (length(x) == 0L) return(character())
+  missing <- is.na(x)
+  x <- enc2utf8(x)
+  broken <- !missing & !validUTF8(x)
+  if (any(broken)) x[broken] <- iconv(x[broken], "UTF-8", "UTF-8", sub = "\uFFFD")
+  # Most strings need no escaping; one scan is much cheaper than the
+  # substitutions, which matters when encoding many small values.
+  special <- !missing & grepl("[\001-\037\"\\\\]", x, perl = TRUE)
+  if (any(special)) x[special] <- .rsb_json_escape(x[special])
+  out <- paste0("\"", x, "\"")
+  out[missing] <- "null"
+  out
+}
+
+.rsb_json_escape <- function(x) {
+  x <- gsub("\\", "\\\\", x, fixed = TRUE)
+  x <- gsub("\"", "\\\"", x, fixed = TRUE)
+  x <- gsub("\n", "\\n", x, fixed = TRUE)
+  x <- gsub("\r", "\\r", x, fixed = TRUE)
+  x <- gsub("\t", "\\t", x, fixed = TRUE)
+  x <- gsub("\b", "\\b", x, fixed = TRUE)
+  x <- gsub("\f", "\\f", x, fixed = TRUE)
+  ctrl <- grepl("[\001-\037]", x, perl = TRUE)
+  if (any(ctrl)) {
+    sub <- x[ctrl]
+    hits <- gregexpr("[\001-\037]", sub, perl = TRUE)
+    regmatches(sub, hits) <- lapply(regmatches(sub, hits), function(chars) {
+      sprintf("\\u%04x", vapply(chars, utf8ToInt, integer(1L), USE.NAMES = FALSE))
+    })
+    x[ctrl] <- sub
+  }
+  x
+}
+
+# Matrices and arrays: `elements` is in R's column-major order with dims `d`;
+# the output nests by the first index outermost, so a matrix is a list of rows.
+.rsb_json_nested <- function(elements, d) {
+  if (length(d) == 1L) return(.rsb_json_array(elements))
+  if (length(d) == 2L) {
+    nr <- d[1L]
+    nc <- d[2L]
+    if (nr == 0L) return("[]")
+    rows <- if (nc == 0L) rep("[]", nr) else {
+      cols <- lapply(seq_len(nc), function(j) elements[(j - 1L) * nr + seq_len(nr)])
+      paste0("[", do.call(paste, c(cols, sep = ",")), "]")
+    }
+    return(.rsb_json_array(rows))
+  }
+  inner <- prod(d[-1L])
+  slices <- vapply(seq_len(d[1L]), function(i) {
+    .rsb_json_nested(elements[i + d[1L] * (seq_len(inner) - 1L)], d[-1L])
+  }, character(1L))
+  .rsb_json_array(slices)
+}
+
+# One JSON object per data frame row, built column-wise so that cost grows
+# with the number of columns, not rows.
+.rsb_json_records <- function(df, depth) {
+  n <- nrow(df)
+  if (n == 0L) return(character())
+  columns <- lapply(df, .rsb_json_column, n = n, depth = depth)
+  keys <- names(df)
+  row_names <- attr(df, "row.names")
+  if (is.character(row_names)) {
+    columns <- c(list(.rsb_json_strings(row_names)), columns)
+    keys <- c("_row", keys)
+  }
+  if (length(columns) == 0L) return(rep("{}", n))
+  pairs <- Map(function(key, values) paste0(key, ":", values),
+               .rsb_json_strings(keys), columns)
+  paste0("{", do.call(paste, c(unname(pairs), sep = ",")), "}")
+}
+
+.rsb_json_column <- function(col, n, depth) {
+  out <- if (is.data.frame(col)) {
+    .rsb_json_records(col, depth + 1L)
+  } else if (length(dim(col)) == 2L && !is.object(col)) {
+    # A matrix column contributes one row array per data frame row.
+    vapply(seq_len(n), function(i) .rsb_json_array(.rsb_json_elements(col[i, ], depth)),
+           character(1L))
+  } else {
+    .rsb_json_elements(col, depth)
+  }
+  if (length(out) != n) stop("data frame column does not have one value per row")
+  out
+}
+
+.rsb_json_printed <- function(x) {
+  tryCatch({
+    cls <- tryCatch(as.character(class(x)), error = function(e) character())
+    printed <- tryCatch(
+      suppressWarnings(suppressMessages(
+        utils::capture.output(.rsb_autoprint(x))
+      )),
+      error = function(e) paste0("<print() failed: ", .rsb_condition_message(e), ">")
+    )
+    printed <- enc2utf8(paste(printed, collapse = "\n"))
+    if (!validUTF8(printed)) printed <- iconv(printed, "UTF-8", "UTF-8", sub = "\uFFFD")
+    if (nchar(printed) > .rsb_max_printed) {
+      printed <- substr(printed, 1L, .rsb_max_printed)
+    }
+    paste0("{\"class\":", .rsb_json_array(.rsb_json_strings(cls)),
+           ",\"printed\":", .rsb_json_strings(printed), "}")
+  }, error = function(e) "{\"class\":[],\"printed\":\"\"}")
+}

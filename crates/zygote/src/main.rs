@@ -1,0 +1,61 @@
+//! `rsandbox-zygote`: embeds R once, then forks one locked-down child per evaluation.
+//!
+//! Started by the supervisor (never by hand) with a clean environment and its end of a
+//! seqpacket channel on fd 3. Runs no thread besides R's own main thread and never runs
+//! user code itself: it only forks. See DESIGN.md, "The three processes".
+
+mod embedded_r;
+mod r_api;
+mod sandbox_child;
+mod zygote_process;
+
+use rsandbox::channel::Channel;
+use rsandbox::protocol::ZygoteEvent;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// The fd on which the supervisor hands us our channel.
+const CHANNEL_FD: i32 = 3;
+
+fn main() {
+    let preload = parse_preload(std::env::args().skip(1).collect());
+    if std::env::var_os("R_HOME").is_none() {
+        // SAFETY: no other thread exists yet.
+        unsafe { std::env::set_var("R_HOME", env!("RSANDBOX_R_HOME")) };
+    }
+    // SAFETY: fd 3 is the channel the supervisor passed us; nothing else owns it.
+    let channel = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) });
+    // Die with the supervisor: a zygote without one would hold R's memory forever.
+    // SAFETY: integer-only prctl.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    match zygote_process::start(&preload) {
+        Ok((r, ready)) => {
+            send(&channel, &ready);
+            zygote_process::serve(&channel, &r)
+        }
+        Err(error) => {
+            send(&channel, &ZygoteEvent::StartFailed { error });
+            std::process::exit(1)
+        }
+    }
+}
+
+fn parse_preload(args: Vec<String>) -> Vec<String> {
+    match args.as_slice() {
+        [] => Vec::new(),
+        [flag, list] if flag == "--preload" => {
+            list.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect()
+        }
+        _ => {
+            eprintln!("usage: rsandbox-zygote [--preload pkg1,pkg2] (started by rsandbox, fd 3 = channel)");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// Send an event; a supervisor that has gone away means there is nothing left to do.
+pub fn send(channel: &Channel, event: &ZygoteEvent) {
+    let bytes = serde_json::to_vec(event).expect("events serialise");
+    if channel.send(&bytes, &[]).is_err() {
+        std::process::exit(0);
+    }
+}

@@ -1,0 +1,41 @@
+//! The slice of R's C API the zygote uses (from Rinternals.h, Rembedded.h, Rinterface.h).
+#![allow(non_upper_case_globals, non_camel_case_types, missing_docs)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+pub type SEXP = *mut c_void;
+
+// ParseStatus from R_ext/Parse.h.
+pub const PARSE_OK: c_int = 1;
+
+extern "C" {
+    pub static mut R_BaseEnv: SEXP;
+    pub static mut R_NilValue: SEXP;
+    pub static mut R_TempDir: *mut c_char;
+    pub static mut R_CStackLimit: usize;
+    pub static mut R_SignalHandlers: c_int;
+    pub static mut R_Interactive: c_int;
+    pub static mut ptr_R_CleanUp: Option<unsafe extern "C" fn(c_int, c_int, c_int)>;
+
+    pub fn Rf_initEmbeddedR(argc: c_int, argv: *mut *mut c_char) -> c_int;
+    pub fn R_reInitTempDir(die_on_fail: c_int);
+    pub fn Rf_protect(s: SEXP) -> SEXP;
+    pub fn Rf_unprotect(n: c_int);
+    pub fn R_PreserveObject(s: SEXP);
+    pub fn Rf_mkString(s: *const c_char) -> SEXP;
+    pub fn Rf_mkCharLenCE(s: *const c_char, len: c_int, enc: c_int) -> SEXP;
+    pub fn Rf_ScalarString(s: SEXP) -> SEXP;
+    pub fn Rf_install(s: *const c_char) -> SEXP;
+    pub fn Rf_lang3(f: SEXP, a: SEXP, b: SEXP) -> SEXP;
+    pub fn Rf_lang2(f: SEXP, a: SEXP) -> SEXP;
+    pub fn R_ParseVector(text: SEXP, n: c_int, status: *mut c_int, srcfile: SEXP) -> SEXP;
+    pub fn R_tryEval(e: SEXP, env: SEXP, error: *mut c_int) -> SEXP;
+    pub fn Rf_length(s: SEXP) -> c_int;
+    pub fn VECTOR_ELT(s: SEXP, i: isize) -> SEXP;
+    pub fn STRING_ELT(s: SEXP, i: isize) -> SEXP;
+    pub fn R_CHAR(s: SEXP) -> *const c_char;
+    pub fn Rf_isString(s: SEXP) -> c_int;
+}
+
+/// CE_UTF8 from Rinternals.h.
+pub const CE_UTF8: c_int = 1;

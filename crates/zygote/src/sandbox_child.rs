@@ -1,0 +1,191 @@
+//! The sandbox child: runs right after the zygote's fork, locks itself down, evaluates
+//! one request, reports, and `_exit`s (never R's exit hooks, which would clean up state
+//! shared with the zygote).
+//!
+//! fds on entry (received from the supervisor): channel, stdout, stderr, violation pipe.
+//! They are moved to 3, 1, 2 and 4; stdin becomes /dev/null; everything else is closed
+//! by the lockdown.
+
+use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
+use crate::r_api;
+use base64::Engine as _;
+use lockdown::{Policy, SeccompFilters};
+use rsandbox::protocol::{read_frame, write_frame, ChildReport, EvalRequest, MAX_FRAME};
+use std::fs::File;
+use std::io::{self, Read};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+const CHANNEL: RawFd = 3;
+const VIOLATION: RawFd = 4;
+/// Exit status when the lockdown failed (the report says why).
+const SETUP_FAILED: i32 = 126;
+/// Largest plot file returned.
+const MAX_PLOT_BYTES: u64 = 16 << 20;
+/// Name of the plot directory inside the workspace.
+pub const PLOT_DIR: &str = ".rsandbox-plots";
+
+/// The child's whole life. Never returns.
+pub fn run(
+    r: &EmbeddedR,
+    policy: &Policy,
+    workspace: &Path,
+    env: &[(String, String)],
+    fds: [OwnedFd; 4],
+    filters: &SeccompFilters,
+    zygote: libc::pid_t,
+) -> ! {
+    restore_signals();
+    if let Err(e) = arrange_fds(fds) {
+        // The channel may not be in place yet; the exit status still tells the supervisor.
+        eprintln!("rsandbox child: failed to arrange fds: {e}");
+        lockdown_exit(SETUP_FAILED);
+    }
+    if let Err(e) = prepare_environment(workspace, env) {
+        report_and_exit(&ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") }, SETUP_FAILED);
+    }
+    let mut policy = policy.clone();
+    policy.keep_fds_below = VIOLATION + 1;
+    policy.violation_fd = Some(VIOLATION);
+    let applied = match lockdown::apply(&policy, filters, zygote) {
+        Ok(applied) => applied,
+        Err(e) => report_and_exit(
+            &ChildReport::SetupFailed { error: lockdown::command::error_chain(&e) },
+            SETUP_FAILED,
+        ),
+    };
+    // From here on everything runs locked down.
+    install_quit_hook();
+    write_report(&ChildReport::LockedDown { applied });
+    let request: EvalRequest = match read_frame(&*channel(), MAX_FRAME) {
+        Ok(r) => r,
+        Err(_) => lockdown_exit(SETUP_FAILED),
+    };
+    let plot_dir = workspace.join(PLOT_DIR);
+    let r_result = if request.code.contains('\0') {
+        Err("code contains a NUL byte".to_string())
+    } else {
+        r.call("rsandbox_eval", &[&request.code, &plot_dir.to_string_lossy()])
+            .map_err(|e| e.to_string())
+            .and_then(|out| out.into_iter().next().ok_or_else(|| "rsandbox_eval returned nothing".into()))
+    };
+    flush_stdio();
+    let report = match r_result.and_then(|json| serde_json::from_str(&json).map_err(|e| e.to_string())) {
+        Ok(r) => ChildReport::Evaluated { r, plots: collect_plots(&plot_dir) },
+        // An internal failure of the evaluator: reported as an R-side error object.
+        Err(e) => ChildReport::Evaluated {
+            r: serde_json::json!({"status": "error", "value": null, "visible": false, "messages": [],
+                "warnings": [], "error": {"message": format!("rsandbox evaluator failed: {e}"), "call": null},
+                "syntax_error": null}),
+            plots: Vec::new(),
+        },
+    };
+    report_and_exit(&report, 0)
+}
+
+fn channel() -> ManuallyDrop<File> {
+    // SAFETY: fd 3 is the channel for the whole life of the child; ManuallyDrop keeps
+    // this temporary File from closing it.
+    ManuallyDrop::new(unsafe { File::from_raw_fd(CHANNEL) })
+}
+
+fn write_report(report: &ChildReport) {
+    // A supervisor that stopped listening learns the outcome from the exit status.
+    if write_frame(&*channel(), report).is_err() {
+        lockdown_exit(SETUP_FAILED);
+    }
+}
+
+fn report_and_exit(report: &ChildReport, code: i32) -> ! {
+    write_report(report);
+    lockdown_exit(code)
+}
+
+fn lockdown_exit(code: i32) -> ! {
+    flush_stdio();
+    // SAFETY: _exit skips atexit handlers and R's clean-up, which belong to the zygote.
+    unsafe { libc::_exit(code) }
+}
+
+fn flush_stdio() {
+    // SAFETY: fflush(NULL) flushes every open C stream (R prints through stdio).
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
+/// The zygote blocks SIGCHLD (for its signalfd) and Rust ignores SIGPIPE; the child must
+/// look like an ordinary process to R and to what R forks.
+fn restore_signals() {
+    // SAFETY: resetting dispositions and the mask of this single-threaded process.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+    }
+}
+
+/// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.
+fn arrange_fds(fds: [OwnedFd; 4]) -> io::Result<()> {
+    let check = |rc: libc::c_int| if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc) };
+    // First lift every fd above the targets so no dup2 below clobbers one not yet moved.
+    let mut lifted = Vec::new();
+    for fd in &fds {
+        // SAFETY: duplicating an fd we own.
+        lifted.push(check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) })?);
+    }
+    drop(fds);
+    for (from, to) in lifted.iter().zip([CHANNEL, 1, 2, VIOLATION]) {
+        // SAFETY: dup2 onto a fixed low fd number; both are valid fds.
+        check(unsafe { libc::dup2(*from, to) })?;
+    }
+    let devnull = File::open("/dev/null")?;
+    // SAFETY: as above.
+    check(unsafe { libc::dup2(devnull.as_raw_fd(), 0) })?;
+    Ok(())
+}
+
+/// Workspace as cwd, HOME, TMPDIR and R's tempdir; the environment replaced whole.
+fn prepare_environment(workspace: &Path, env: &[(String, String)]) -> io::Result<()> {
+    std::env::set_current_dir(workspace)?;
+    std::fs::create_dir_all(workspace.join(PLOT_DIR))?;
+    // SAFETY: single-threaded process; nothing holds pointers into environ.
+    unsafe { libc::clearenv() };
+    for (key, value) in env {
+        // SAFETY: as above (set_var is unsafe only because of other threads).
+        unsafe { std::env::set_var(key, value) };
+    }
+    reinit_temp_dir();
+    Ok(())
+}
+
+/// Read the PNGs the code drew, in order. The child is locked down, so a symlink
+/// planted in the plot dir can only lead to what the sandbox may read anyway.
+fn collect_plots(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    names.sort();
+    names
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .filter_map(|p| {
+            let mut bytes = Vec::new();
+            File::open(p).ok()?.take(MAX_PLOT_BYTES).read_to_end(&mut bytes).ok()?;
+            Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+        })
+        .collect()
+}
+
+/// R's clean-up hook (`q()`/`quit()` end here): report the status and leave without
+/// running R's clean-up, which would delete state the zygote shares.
+pub unsafe extern "C" fn on_quit(_save: libc::c_int, status: libc::c_int, _run_last: libc::c_int) {
+    flush_stdio();
+    report_and_exit(&ChildReport::Quit { status }, 0)
+}
+
+/// Install [`on_quit`] as R's clean-up hook.
+pub fn install_quit_hook() {
+    // SAFETY: R is initialised; replacing a function pointer R reads only when quitting.
+    unsafe { r_api::ptr_R_CleanUp = Some(on_quit) };
+}

@@ -1,0 +1,228 @@
+//! The zygote's own life: start R, then serve spawn requests and reap children.
+//!
+//! One thread, one poll loop over the supervisor channel and a signalfd for SIGCHLD.
+//! The zygote is a child subreaper, so orphans of a sandbox come back here to be reaped;
+//! when a sandbox child exits, its whole process group is killed before it is reaped
+//! (the zombie leader keeps the group id from being reused until then).
+
+use crate::embedded_r::EmbeddedR;
+use crate::sandbox_child;
+use crate::send;
+use lockdown::{SeccompFilters, SeccompProfile};
+use rsandbox::channel::Channel;
+use rsandbox::protocol::{ZygoteEvent, ZygoteRequest, SPAWN_FDS};
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+/// Start R, load the preloads, and describe the result.
+pub fn start(preload: &[String]) -> Result<(EmbeddedR, ZygoteEvent), String> {
+    if let Some(bad) = preload.iter().find(|p| !is_package_name(p)) {
+        return Err(format!("invalid package name {bad:?}"));
+    }
+    let r = EmbeddedR::start().map_err(|e| format!("failed to start R: {e}"))?;
+    let list = preload.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ");
+    r.eval_strings(&format!("rsandbox_prepare_zygote(c({list}))"))
+        .map_err(|e| format!("failed to prepare the zygote: {e}"))?;
+    let one = |code: &str| r.eval_strings(code).map_err(|e| e.to_string());
+    let ready = ZygoteEvent::Ready {
+        r_version: one("R.version.string")?.join(""),
+        r_home: one("R.home()")?.join("").into(),
+        library_paths: one(".libPaths()")?.into_iter().map(Into::into).collect(),
+        preloaded: preload.to_vec(),
+    };
+    Ok((r, ready))
+}
+
+/// R package names: letters, digits and dots, starting with a letter.
+pub fn is_package_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+}
+
+struct Child {
+    req: u64,
+}
+
+/// Serve until the supervisor closes the channel; then kill every child and exit.
+pub fn serve(channel: &Channel, r: &EmbeddedR) -> ! {
+    let sigchld = match block_sigchld_into_signalfd() {
+        Ok(fd) => fd,
+        Err(e) => fatal(channel, &format!("failed to set up SIGCHLD handling: {e}")),
+    };
+    // SAFETY: integer-only prctl.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        fatal(channel, &format!("failed to become a subreaper: {}", io::Error::last_os_error()));
+    }
+    let mut filters: HashMap<SeccompProfile, SeccompFilters> = HashMap::new();
+    let mut children: HashMap<libc::pid_t, Child> = HashMap::new();
+    loop {
+        let mut fds = [
+            libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: sigchld.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfd structures.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            continue; // EINTR
+        }
+        if fds[1].revents != 0 {
+            drain_signalfd(&sigchld);
+            reap(channel, &mut children);
+        }
+        if fds[0].revents != 0 {
+            match channel.recv() {
+                Ok(Some((bytes, passed))) => handle_request(channel, r, &mut filters, &mut children, &bytes, passed),
+                Ok(None) | Err(_) => shutdown(&children),
+            }
+        }
+    }
+}
+
+fn handle_request(
+    channel: &Channel,
+    r: &EmbeddedR,
+    filters: &mut HashMap<SeccompProfile, SeccompFilters>,
+    children: &mut HashMap<libc::pid_t, Child>,
+    bytes: &[u8],
+    passed: Vec<OwnedFd>,
+) {
+    let request: ZygoteRequest = match serde_json::from_slice(bytes) {
+        Ok(r) => r,
+        // A request we cannot parse has no id to answer; the supervisor never sends one.
+        Err(e) => fatal(channel, &format!("malformed request from the supervisor: {e}")),
+    };
+    let ZygoteRequest::Spawn { req, policy, workspace, env } = request;
+    let failed = |error: String| send(channel, &ZygoteEvent::SpawnFailed { req, error });
+    let Ok(fds) = <[OwnedFd; SPAWN_FDS]>::try_from(passed) else {
+        return failed(format!("spawn needs exactly {SPAWN_FDS} fds"));
+    };
+    let profile = policy.seccomp_profile();
+    if let std::collections::hash_map::Entry::Vacant(slot) = filters.entry(profile) {
+        match SeccompFilters::build(profile) {
+            Ok(f) => {
+                slot.insert(f);
+            }
+            Err(e) => return failed(format!("failed to build the seccomp filter: {e}")),
+        }
+    }
+    let filters = &filters[&profile];
+    // SAFETY: getpid cannot fail.
+    let zygote_pid = unsafe { libc::getpid() };
+    // Buffered stdio would otherwise be written twice, once by each process.
+    // SAFETY: fflush(NULL) flushes all open output streams.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    // SAFETY: the zygote is single-threaded (R's main thread only), so the child is a
+    // complete copy that may run any code, R included.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => failed(format!("fork failed: {}", io::Error::last_os_error())),
+        0 => sandbox_child::run(r, &policy, &workspace, &env, fds, filters, zygote_pid),
+        pid => {
+            drop(fds);
+            // Also done by the child itself; doing it on both sides closes the race in
+            // which the supervisor signals the group before the child has created it.
+            // SAFETY: integer-only call on our own child.
+            unsafe { libc::setpgid(pid, pid) };
+            children.insert(pid, Child { req });
+            match pidfd_open(pid) {
+                Ok(pidfd) => {
+                    let event = serde_json::to_vec(&ZygoteEvent::Spawned { req, pid }).expect("serialise");
+                    if channel.send(&event, &[pidfd.as_fd()]).is_err() {
+                        shutdown(children);
+                    }
+                }
+                Err(e) => {
+                    // SAFETY: killing our own, unreaped child.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    failed(format!("pidfd_open failed: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Reap everything that has exited. A tracked sandbox child gets its group killed first
+/// and an `Exited` report; orphans that came to us as subreaper are just reaped.
+fn reap(channel: &Channel, children: &mut HashMap<libc::pid_t, Child>) {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: peek (WNOWAIT) at any exited child, writing into `info`.
+        let rc = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        // SAFETY: si_pid is valid to read after waitid filled `info` (0 when nothing exited).
+        let pid = unsafe { info.si_pid() };
+        if rc != 0 || pid == 0 {
+            return;
+        }
+        let tracked = children.remove(&pid);
+        if tracked.is_some() {
+            // The leader is a zombie until reaped below, so -pid still names its group.
+            // SAFETY: signalling a process group we created.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid out-parameter.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: reaping a child we know has exited, with valid out-pointers.
+        unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if let Some(child) = tracked {
+            let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+            let event = ZygoteEvent::Exited {
+                req: child.req,
+                code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+                signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+                cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime),
+                max_rss_kb: usage.ru_maxrss as u64,
+            };
+            send(channel, &event);
+        }
+    }
+}
+
+fn shutdown(children: &HashMap<libc::pid_t, Child>) -> ! {
+    for pid in children.keys() {
+        // SAFETY: signalling process groups we created.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    std::process::exit(0)
+}
+
+fn fatal(channel: &Channel, error: &str) -> ! {
+    send(channel, &ZygoteEvent::StartFailed { error: error.to_string() });
+    std::process::exit(1)
+}
+
+fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: integer-only system call; on success it returns a new fd we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just created this fd for us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn block_sigchld_into_signalfd() -> io::Result<OwnedFd> {
+    // SAFETY: sigset operations on a local, then sigprocmask/signalfd with valid pointers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+fn drain_signalfd(fd: &OwnedFd) {
+    let mut buf = [0u8; std::mem::size_of::<libc::signalfd_siginfo>() * 16];
+    // SAFETY: reading into a local buffer from a non-blocking fd we own.
+    while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
