@@ -162,9 +162,9 @@ pub enum LandlockError {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SeccompError {
-    /// Installing the SIGSYS reporter failed.
-    #[error("failed to install the SIGSYS handler (sigaction)")]
-    Handler(#[source] io::Error),
+    /// Sending the notification listener to the supervisor failed.
+    #[error("failed to send the seccomp listener to the supervisor (sendmsg)")]
+    Report(#[source] io::Error),
     /// Installing a filter failed.
     #[error("failed to install the seccomp filter: {0}")]
     Install(String),

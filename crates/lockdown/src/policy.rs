@@ -63,7 +63,9 @@ pub struct Policy {
     pub best_effort: bool,
     /// fds below this number survive; every other inherited fd is closed.
     pub keep_fds_below: RawFd,
-    /// Where a process that makes a forbidden system call writes its report.
+    /// A unix socket over which the seccomp user-notification listener is sent, so the
+    /// holder learns of every forbidden call (and ends the sandbox). `None`: a forbidden
+    /// call kills the calling process with SIGSYS.
     pub violation_fd: Option<RawFd>,
 }
 

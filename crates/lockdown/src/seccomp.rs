@@ -7,15 +7,22 @@
 //!
 //! | filter        | matches                                   | answer         |
 //! |---------------|-------------------------------------------|----------------|
-//! | allowlist     | ordinary calls R and its libraries make   | allow, else `ENOSYS` |
+//! | allowlist     | ordinary calls (and those below)          | allow, else `ENOSYS` |
 //! | no sockets    | `socket`, `socketpair` (network off)      | `EACCES`       |
 //! | no sessions   | `setsid`, `setpgid`                       | `EPERM`        |
 //! | violations    | kernel attack surface, exec, ns clones    | `SIGSYS` (trap)|
 //!
 //! `ENOSYS` for unknown calls makes glibc fall back (e.g. `clone3` to `clone`, which
 //! OpenMP needs). Refusing `setsid`/`setpgid` keeps every descendant in the sandbox's
-//! process group, so one `kill(-pgid)` ends them all. A trapped call is never executed;
-//! the SIGSYS handler installed here writes `violation <nr>` to the violation fd and exits.
+//! process group, so one `kill(-pgid)` ends them all.
+//!
+//! A violation is never executed. With a report socket, the violations filter answers
+//! `SECCOMP_RET_USER_NOTIF` instead of `SIGSYS`, and its listener fd is sent over that
+//! socket to the supervisor, which learns the call and the pid and ends the sandbox. A
+//! signal would not do: glibc's `posix_spawn` (used by R's `system()`) resets handlers
+//! and blocks signals in the child, which then dies silently with SIGSYS. The child
+//! closes its copy of the listener before any untrusted code runs: whoever holds it could
+//! let forbidden calls through (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
 
 use crate::errors::{PolicyError, SeccompError};
 use crate::sys;
@@ -25,7 +32,6 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 /// How a system call is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +190,10 @@ pub struct SeccompProfile {
 /// Compiled filters, built once (in the zygote) and installed in each child.
 #[derive(Clone, Debug)]
 pub struct SeccompFilters {
+    /// Allowlist and errno filters, allowlist first.
     programs: Vec<BpfProgram>,
+    /// The violations filter (answers `TRAP`).
+    violations: BpfProgram,
 }
 
 /// The name of a system call number this module knows, for reports.
@@ -215,11 +224,11 @@ impl SeccompFilters {
             BpfProgram::try_from(filter).map_err(|e| err(&e))
         };
 
+        // Violations pass the allowlist on purpose: the kernel picks the most severe
+        // answer, and ERRNO outranks USER_NOTIF, so an ENOSYS here would hide them.
         let allowed = rule_set(|t| match t {
-            Allow | SocketCreate | SessionChange => true,
+            Allow | SocketCreate | SessionChange | Exec | Violation => true,
             SocketAddress => profile.network,
-            Exec => profile.exec,
-            Violation => false,
         });
         let mut programs = vec![compile(allowed, SeccompAction::Errno(libc::ENOSYS as u32), SeccompAction::Allow)?];
 
@@ -246,21 +255,28 @@ impl SeccompFilters {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| err(&e))?;
         violations.insert(libc::SYS_ioctl, ioctl_rules);
-        programs.push(compile(violations, SeccompAction::Allow, SeccompAction::Trap)?);
-
-        Ok(SeccompFilters { programs })
+        let violations = compile(violations, SeccompAction::Allow, SeccompAction::Trap)?;
+        Ok(SeccompFilters { programs, violations })
     }
 
     /// Number of BPF instructions over all filters (for tests and `check`).
     pub fn instruction_count(&self) -> usize {
-        self.programs.iter().map(Vec::len).sum()
+        self.programs.iter().map(Vec::len).sum::<usize>() + self.violations.len()
     }
 
-    /// Install the SIGSYS reporter and then every filter, in this thread. Irreversible.
-    pub fn install(&self, violation_fd: Option<RawFd>) -> Result<(), SeccompError> {
-        if let Some(fd) = violation_fd {
-            VIOLATION_FD.store(fd, Ordering::SeqCst);
-            sys::set_siginfo_handler(libc::SIGSYS, report_violation).map_err(SeccompError::Handler)?;
+    /// Install every filter in this thread (irreversible). With `report_socket`,
+    /// violations go to a user-notification listener sent over that unix socket;
+    /// without it, a violation kills the process with SIGSYS.
+    pub fn install(&self, report_socket: Option<RawFd>) -> Result<(), SeccompError> {
+        match report_socket {
+            Some(socket) => {
+                let listener = install_with_listener(&notify_instead_of_trap(&self.violations))?;
+                let sent = sys::send_fd(socket, listener);
+                // Close our copy whatever happened: nobody in the sandbox may hold it.
+                sys::close(listener);
+                sent.map_err(SeccompError::Report)?;
+            }
+            None => seccompiler::apply_filter(&self.violations).map_err(|e| SeccompError::Install(e.to_string()))?,
         }
         // The allowlist (first built) goes in last: it does not allow seccomp(2) itself,
         // so any filter installed after it would be refused.
@@ -271,48 +287,69 @@ impl SeccompFilters {
     }
 }
 
-static VIOLATION_FD: AtomicI32 = AtomicI32::new(-1);
-
-/// Exit status of a process ended by a trapped system call (after its report).
-pub const VIOLATION_EXIT_CODE: i32 = 159;
-
-/// Offset of `si_syscall` in `siginfo_t` for SIGSYS (`_sigsys { call_addr; syscall; arch }`
-/// after the three leading ints and padding), identical on x86_64 and aarch64.
-const SI_SYSCALL_OFFSET: usize = 24;
-
-extern "C" fn report_violation(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers; for SIGSYS from
-    // seccomp the `_sigsys` member is the active one and si_syscall is an int at this offset.
-    let nr = unsafe { *(info.cast::<u8>().add(SI_SYSCALL_OFFSET).cast::<libc::c_int>()) };
-    let fd = VIOLATION_FD.load(Ordering::SeqCst);
-    // Format "violation <nr>\n" without allocating: only async-signal-safe work here.
-    let mut line = [0u8; 24];
-    let head = b"violation ";
-    line[..head.len()].copy_from_slice(head);
-    let mut digits = [0u8; 10];
-    let (mut n, mut count) = (nr.unsigned_abs(), 0);
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+/// seccompiler has no user-notification action: compile with `TRAP`, then rewrite
+/// every `return TRAP` instruction into `return USER_NOTIF`.
+fn notify_instead_of_trap(program: &BpfProgram) -> BpfProgram {
+    const BPF_RET_K: u16 = 0x06;
+    const SECCOMP_RET_TRAP: u32 = 0x0003_0000;
+    let mut patched = program.clone();
+    for insn in patched.iter_mut().filter(|i| i.code == BPF_RET_K && i.k == SECCOMP_RET_TRAP) {
+        insn.k = libc::SECCOMP_RET_USER_NOTIF;
     }
-    for i in 0..count {
-        line[head.len() + i] = digits[count - 1 - i];
-    }
-    let len = head.len() + count + 1;
-    line[len - 1] = b'\n';
-    // Whether or not the report got out, the exit status still says "violation".
-    match sys::write_all_raw(fd, &line[..len]) {
-        Ok(()) | Err(_) => sys::exit_immediately(VIOLATION_EXIT_CODE),
-    }
+    patched
 }
 
-/// Parse one report line written by the SIGSYS handler.
-pub fn parse_violation(line: &str) -> Option<libc::c_long> {
-    line.trim().strip_prefix("violation ")?.parse().ok()
+fn install_with_listener(program: &BpfProgram) -> Result<RawFd, SeccompError> {
+    let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: seccompiler's sock_filter has the kernel's layout (u16, u8, u8, u32), and
+    // the kernel copies the program during the call; no_new_privs is already set.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if fd < 0 {
+        return Err(SeccompError::Install(format!(
+            "seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(fd as RawFd)
+}
+
+/// One pending notification from a listener: (pid, system call number) and its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Notification {
+    /// Kernel id, for [`deny_notification`].
+    pub id: u64,
+    /// The process (in the listener's pid namespace).
+    pub pid: u32,
+    /// The system call number.
+    pub syscall: i64,
+}
+
+/// Receive one notification (`SECCOMP_IOCTL_NOTIF_RECV`).
+pub fn receive_notification(listener: RawFd) -> std::io::Result<Notification> {
+    // SAFETY: the kernel requires a zeroed seccomp_notif and fills it in.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: `notif` is a valid, writable seccomp_notif for this ioctl.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Notification { id: notif.id, pid: notif.pid, syscall: notif.data.nr as i64 })
+}
+
+/// Answer a notification with `EPERM` (the call is not executed).
+pub fn deny_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
+    let resp = libc::seccomp_notif_resp { id, val: 0, error: -libc::EPERM, flags: 0 };
+    // SAFETY: `resp` is a valid seccomp_notif_resp; the kernel only reads it.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -347,14 +384,19 @@ mod tests {
     fn profiles_compile_to_different_programs() {
         let closed = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
         let open = SeccompFilters::build(SeccompProfile { exec: true, network: true }).unwrap();
-        assert_eq!(closed.programs.len(), 4);
-        assert_eq!(open.programs.len(), 3, "no socket filter when the network is on");
+        assert_eq!(closed.programs.len(), 3);
+        assert_eq!(open.programs.len(), 2, "no socket filter when the network is on");
         assert!(closed.instruction_count() > 100);
     }
 
     #[test]
-    fn report_lines_parse() {
-        assert_eq!(parse_violation("violation 101\n"), Some(101));
-        assert_eq!(parse_violation("garbage"), None);
+    fn notify_patch_rewrites_only_trap_returns() {
+        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
+        let patched = notify_instead_of_trap(&f.violations);
+        let count = |p: &BpfProgram, k: u32| p.iter().filter(|i| i.code == 0x06 && i.k == k).count();
+        assert!(count(&f.violations, 0x0003_0000) > 0);
+        assert_eq!(count(&patched, 0x0003_0000), 0);
+        assert_eq!(count(&patched, libc::SECCOMP_RET_USER_NOTIF), count(&f.violations, 0x0003_0000));
+        assert_eq!(patched.len(), f.violations.len());
     }
 }

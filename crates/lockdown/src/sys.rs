@@ -187,17 +187,38 @@ pub fn seccomp_available() -> bool {
     unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
 }
 
-/// Signature of an `SA_SIGINFO` handler.
-pub type SigInfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+/// `close(fd)`; errors are meaningless for an fd we are only giving up.
+pub fn close(fd: RawFd) {
+    // SAFETY: closing an fd this process owns and no longer uses.
+    unsafe { libc::close(fd) };
+}
 
-/// `sigaction(signal, handler with SA_SIGINFO)`.
-pub fn set_siginfo_handler(signal: libc::c_int, handler: SigInfoHandler) -> io::Result<()> {
-    // SAFETY: a zeroed sigaction is a valid starting value (empty mask, no flags).
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = handler as usize;
-    action.sa_flags = libc::SA_SIGINFO;
-    // SAFETY: `action` is fully initialised; the old action is not requested.
-    check_int(unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) })
+/// Send one fd (with a one-byte message) over a unix socket (`SCM_RIGHTS`).
+pub fn send_fd(socket: RawFd, fd: RawFd) -> io::Result<()> {
+    let byte = [b'L'];
+    let mut iov = libc::iovec { iov_base: byte.as_ptr() as *mut _, iov_len: 1 };
+    // SAFETY: pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: a zeroed msghdr is valid; the fields set below point at live buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: the control buffer holds exactly one cmsg with room for one fd.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+        libc::CMSG_DATA(cmsg).cast::<RawFd>().write_unaligned(fd);
+    }
+    // SAFETY: `msg` and its buffers are live for the call.
+    if unsafe { libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// `write` that retries on EINTR; async-signal-safe.

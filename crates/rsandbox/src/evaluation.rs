@@ -2,6 +2,7 @@
 //! it (deadline, output limit, violation reports), and turn what happened into an
 //! [`EvalResult`] whose `outcome` names the reason a person understands.
 
+use crate::channel::Channel;
 use crate::errors::EngineError;
 use crate::protocol::{write_frame, ChildReport, EvalRequest, FrameDecoder, ZygoteEvent, ZygoteRequest, MAX_FRAME};
 use crate::result::*;
@@ -106,6 +107,56 @@ impl Stream {
     }
 }
 
+/// The child's violation channel: first it delivers the seccomp listener, then the
+/// listener delivers one notification per forbidden call.
+struct ViolationWatch {
+    channel: Option<Channel>,
+    listener: Option<OwnedFd>,
+    syscall: Option<i64>,
+}
+
+impl ViolationWatch {
+    fn poll_fd(&self) -> i32 {
+        match (&self.listener, &self.channel) {
+            (Some(l), _) => l.as_raw_fd(),
+            (None, Some(c)) => c.as_fd().as_raw_fd(),
+            (None, None) => -1,
+        }
+    }
+
+    /// Handle readiness; true when a violation was just reported.
+    fn service(&mut self, revents: i16) -> bool {
+        if let Some(listener) = &self.listener {
+            if revents & libc::POLLIN == 0 {
+                // POLLHUP alone: every process under the filter is gone.
+                self.listener = None;
+                return false;
+            }
+            return match lockdown::seccomp::receive_notification(listener.as_raw_fd()) {
+                Ok(n) => {
+                    // The caller is killed next; the refusal only unblocks it sooner.
+                    lockdown::seccomp::deny_notification(listener.as_raw_fd(), n.id).ok();
+                    self.syscall.get_or_insert(n.syscall);
+                    true
+                }
+                // The caller died before we looked (ENOENT); nothing left to report.
+                Err(_) => {
+                    self.listener = None;
+                    false
+                }
+            };
+        }
+        if let Some(channel) = &self.channel {
+            match channel.recv() {
+                Ok(Some((_, mut fds))) if fds.len() == 1 => self.listener = fds.pop(),
+                _ => {}
+            }
+            self.channel = None;
+        }
+        false
+    }
+}
+
 struct Exit {
     code: Option<i32>,
     signal: Option<i32>,
@@ -118,15 +169,16 @@ pub fn evaluate(zygote: &Zygote, spec: EvalSpec<'_>) -> Result<EvalResult, Engin
     let start = Instant::now();
     let (out_r, out_w) = pipe().map_err(EngineError::io("create the stdout pipe"))?;
     let (err_r, err_w) = pipe().map_err(EngineError::io("create the stderr pipe"))?;
-    let (viol_r, viol_w) = pipe().map_err(EngineError::io("create the violation pipe"))?;
+    let (viol_ours, viol_child) = Channel::pair().map_err(EngineError::io("create the violation channel"))?;
     let (ctl, ctl_child) = UnixStream::pair().map_err(EngineError::io("create the child channel"))?;
     let cpu_limit = spec.policy.limits.cpu_seconds;
     let (req, events) = zygote.spawn(
         |req| ZygoteRequest::Spawn { req, policy: spec.policy, workspace: spec.workspace.to_path_buf(), env: spec.env },
-        &[ctl_child.as_fd(), out_w.as_fd(), err_w.as_fd(), viol_w.as_fd()],
+        &[ctl_child.as_fd(), out_w.as_fd(), err_w.as_fd(), viol_child.as_fd()],
     )?;
-    drop((ctl_child, out_w, err_w, viol_w));
-    let result = supervise(&events, ctl, [out_r, err_r, viol_r], spec.code, start, spec.timeout, spec.max_output, cpu_limit);
+    drop((ctl_child, out_w, err_w, viol_child));
+    let watch = ViolationWatch { channel: Some(viol_ours), listener: None, syscall: None };
+    let result = supervise(&events, ctl, [out_r, err_r], watch, spec.code, start, spec.timeout, spec.max_output, cpu_limit);
     zygote.forget(req);
     result
 }
@@ -135,7 +187,8 @@ pub fn evaluate(zygote: &Zygote, spec: EvalSpec<'_>) -> Result<EvalResult, Engin
 fn supervise(
     events: &Receiver<Routed>,
     ctl: UnixStream,
-    [out_r, err_r, viol_r]: [OwnedFd; 3],
+    [out_r, err_r]: [OwnedFd; 2],
+    mut violations: ViolationWatch,
     code: &str,
     start: Instant,
     timeout: Duration,
@@ -158,7 +211,6 @@ fn supervise(
     let mut decoder = FrameDecoder::default();
     let mut stdout = Stream::new(out_r).map_err(EngineError::io("configure the stdout pipe"))?;
     let mut stderr = Stream::new(err_r).map_err(EngineError::io("configure the stderr pipe"))?;
-    let mut violations = Stream::new(viol_r).map_err(EngineError::io("configure the violation pipe"))?;
 
     let mut killed: Option<KillReason> = None;
     let mut reports: Vec<ChildReport> = Vec::new();
@@ -198,9 +250,10 @@ fn supervise(
 
         let mut pollfds = Vec::with_capacity(5);
         let mut push = |fd: i32, events: i16| pollfds.push(libc::pollfd { fd, events, revents: 0 });
-        for s in [&stdout, &stderr, &violations] {
+        for s in [&stdout, &stderr] {
             push(s.fd.as_ref().map_or(-1, |f| f.as_raw_fd()), libc::POLLIN);
         }
+        push(violations.poll_fd(), libc::POLLIN);
         let ctl_events = if outgoing.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
         push(ctl.as_ref().map_or(-1, |c| c.as_raw_fd()), ctl_events);
         push(if exited_at.is_none() { pidfd.as_raw_fd() } else { -1 }, libc::POLLIN);
@@ -228,12 +281,9 @@ fn supervise(
                 kill_via_pidfd(&pidfd);
             }
         }
-        if pollfds[2].revents != 0 {
-            violations.pump(4096);
-            if violations.data.contains(&b'\n') && killed.is_none() {
-                killed = Some(KillReason::Violation);
-                kill_via_pidfd(&pidfd);
-            }
+        if pollfds[2].revents != 0 && violations.service(pollfds[2].revents) && killed.is_none() {
+            killed = Some(KillReason::Violation);
+            kill_via_pidfd(&pidfd);
         }
         if let Some(stream) = ctl.as_mut() {
             if pollfds[3].revents & libc::POLLOUT != 0 && !outgoing.is_empty() {
@@ -288,8 +338,6 @@ fn supervise(
         }
     }
     let exit = exit.expect("loop ends only with an exit report");
-    // Anything still buffered in the violation pipe arrived before the exit.
-    violations.pump(4096);
     let wall_ms = start.elapsed().as_millis() as u64;
     Ok(compose(Observed {
         killed,
@@ -297,7 +345,7 @@ fn supervise(
         exit,
         stdout: stdout.data,
         stderr: stderr.data,
-        violation_text: String::from_utf8_lossy(&violations.data).into_owned(),
+        violation: violations.syscall,
         protocol_error,
         wall_ms,
         cpu_limit,
@@ -310,7 +358,7 @@ struct Observed {
     exit: Exit,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
-    violation_text: String,
+    violation: Option<i64>,
     protocol_error: Option<String>,
     wall_ms: u64,
     cpu_limit: Option<u64>,
@@ -357,7 +405,7 @@ fn compose(o: Observed) -> Result<EvalResult, EngineError> {
             result.error = Some(RError { message: format!("quit(status = {status})"), call: None });
         }
     }
-    let reported_nr = o.violation_text.lines().find_map(lockdown::seccomp::parse_violation);
+    let reported_nr = o.violation;
     let violation = |nr: Option<i64>| Violation {
         syscall: nr.and_then(lockdown::seccomp::syscall_name).unwrap_or("unknown").to_string(),
         number: nr,
