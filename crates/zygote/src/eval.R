@@ -98,18 +98,7 @@ rsandbox_prepare_zygote <- function(preload = character()) {
   }
   options(device = .rsb_png_device)
 
-  # The first plot in a process pays for fontconfig's cache scan and font
-  # loading (hundreds of ms). Doing it here means every child inherits the
-  # warm state through fork.
-  tryCatch({
-    warm <- tempfile(fileext = ".png")
-    grDevices::png(warm, width = 200, height = 200, type = .rsb_state$png_type)
-    graphics::plot(1:10, main = "warm-up")
-    grDevices::dev.off()
-    unlink(warm)
-  }, error = function(e) {
-    warning("rsandbox: graphics warm-up failed: ", conditionMessage(e), call. = FALSE)
-  })
+  .rsb_warm_graphics()
 
   # Preloading may have drawn random numbers; children must not share a seed.
   .rsb_drop_seed()
@@ -126,9 +115,48 @@ rsandbox_prepare_zygote <- function(preload = character()) {
   .rsb_state$devices <- .rsb_state$devices + 1L
   n <- .rsb_state$devices
   pattern <- if (n == 1L) "plot-%03d.png" else sprintf("plot-%d-%%03d.png", n)
-  dir <- getOption("rsandbox.plot_dir", tempdir())
-  grDevices::png(filename = file.path(dir, pattern), width = 800, height = 600,
-                 res = 96, type = .rsb_state$png_type)
+  .rsb_open_png(file.path(getOption("rsandbox.plot_dir", tempdir()), pattern))
+}
+
+.rsb_open_png <- function(filename) {
+  grDevices::png(filename = filename, width = 800, height = 600, res = 96,
+                 type = .rsb_state$png_type)
+}
+
+# The first plot in a process pays for fontconfig's cache scan and font
+# loading (hundreds of ms); doing it in the zygote lets every child inherit
+# the warm state through fork.
+#
+# It matters beyond speed. Pango 1.50 (the cairo device's text renderer)
+# starts short-lived threads -- "[pango] FcFontSetMatch", "FcFontSetSort" --
+# for every font pattern (family, face, size) it has not matched before, and
+# if the thread cannot be created (threads count against RLIMIT_NPROC) GLib
+# aborts the whole process with SIGTRAP. Patterns matched here are cached and
+# reused by children, so warming the faces and sizes base graphics commonly
+# uses, on a device identical to .rsb_png_device()'s, lets ordinary plots run
+# without spawning threads. Text in other sizes still needs thread headroom.
+.rsb_warm_graphics <- function() {
+  baseline <- .rsb_thread_count()
+  tryCatch({
+    warm <- tempfile(fileext = ".png")
+    on.exit(unlink(warm))
+    .rsb_open_png(warm)
+    graphics::plot(1:10, main = "warm-up", sub = "sub", xlab = "x", ylab = "y")
+    for (font in 1:4) {
+      for (cex in c(0.7, 0.8, 1, 1.2, 1.5, 2)) graphics::text(5, 5, "Aa", font = font, cex = cex)
+    }
+    grDevices::dev.off()
+  }, error = function(e) {
+    warning("rsandbox: graphics warm-up failed: ", conditionMessage(e), call. = FALSE)
+  })
+  # Forking while a pango thread still holds a fontconfig lock would leave the
+  # children's copy of that lock held forever; let them finish first.
+  deadline <- Sys.time() + 2
+  while (.rsb_thread_count() > baseline && Sys.time() < deadline) Sys.sleep(0.01)
+}
+
+.rsb_thread_count <- function() {
+  length(list.files("/proc/self/task"))
 }
 
 .rsb_drop_seed <- function() {

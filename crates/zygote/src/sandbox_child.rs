@@ -55,7 +55,11 @@ pub fn run(
             SETUP_FAILED,
         ),
     };
-    // From here on everything runs locked down.
+    // From here on everything runs locked down, as the sandbox's own identity: files
+    // made now belong to it (made earlier, as root, it could not write them).
+    if let Err(e) = make_private_dirs(workspace) {
+        report_and_exit(&ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") }, SETUP_FAILED);
+    }
     install_quit_hook();
     write_report(&ChildReport::LockedDown { applied });
     let request: EvalRequest = match read_frame(&*channel(), MAX_FRAME) {
@@ -146,16 +150,21 @@ fn arrange_fds(fds: [OwnedFd; 4]) -> io::Result<()> {
     Ok(())
 }
 
-/// Workspace as cwd, HOME, TMPDIR and R's tempdir; the environment replaced whole.
+/// Workspace as cwd, HOME and TMPDIR; the environment replaced whole.
 fn prepare_environment(workspace: &Path, env: &[(String, String)]) -> io::Result<()> {
     std::env::set_current_dir(workspace)?;
-    std::fs::create_dir_all(workspace.join(PLOT_DIR))?;
     // SAFETY: single-threaded process; nothing holds pointers into environ.
     unsafe { libc::clearenv() };
     for (key, value) in env {
         // SAFETY: as above (set_var is unsafe only because of other threads).
         unsafe { std::env::set_var(key, value) };
     }
+    Ok(())
+}
+
+/// R's tempdir (under $TMPDIR, the workspace) and the plot directory.
+fn make_private_dirs(workspace: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(workspace.join(PLOT_DIR))?;
     reinit_temp_dir();
     Ok(())
 }
