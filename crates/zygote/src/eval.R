@@ -137,9 +137,9 @@ rsandbox_prepare_zygote <- function(preload = character()) {
 # without spawning threads. Text in other sizes still needs thread headroom.
 .rsb_warm_graphics <- function() {
   baseline <- .rsb_thread_count()
+  warm <- tempfile(fileext = ".png")
+  on.exit(unlink(warm))
   tryCatch({
-    warm <- tempfile(fileext = ".png")
-    on.exit(unlink(warm))
     .rsb_open_png(warm)
     graphics::plot(1:10, main = "warm-up", sub = "sub", xlab = "x", ylab = "y")
     for (font in 1:4) {
@@ -147,6 +147,8 @@ rsandbox_prepare_zygote <- function(preload = character()) {
     }
     grDevices::dev.off()
   }, error = function(e) {
+    # A device left open here would be inherited by every child.
+    try(grDevices::graphics.off(), silent = TRUE)
     warning("rsandbox: graphics warm-up failed: ", conditionMessage(e), call. = FALSE)
   })
   # Forking while a pango thread still holds a fontconfig lock would leave the

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set-up command 1: install what is missing, build, and run one example evaluation.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --quiet
+./target/release/rsandbox check
+./target/release/rsandbox eval --json 'fit <- lm(mpg ~ wt, data = mtcars); round(coef(fit), 3)'

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set-up command 2: install what is missing, build, and run every test (as root these
+# also run each CLI scenario as an unprivileged user the tests create).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+# The CLI tests run the real binaries, zygote included: build them first.
+cargo build --workspace --quiet
+cargo test --workspace -- --test-threads=2
