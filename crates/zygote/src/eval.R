@@ -13,7 +13,8 @@
 #
 #   {"status": "ok" | "error" | "syntax_error" | "memory_limit" | "process_limit",
 #    "value": <last visible value, encoded as below, or null>,
-#    "visible": <true iff the last top-level expression evaluated was visible>,
+#    "visible": <true iff the last top-level expression evaluated was visible;
+#                false after an error>,
 #    "messages": [<conditionMessage of each message(), trailing "\n" kept>],
 #    "warnings": [{"message": <text>, "call": <deparsed call or null>}],
 #    "error": null | {"message": <text>, "call": <deparsed call or null>},
@@ -344,10 +345,11 @@ rsandbox_eval <- function(code, plot_dir) {
   "Cluster setup failed", "Resource temporarily unavailable",
   sep = "|"
 )
-# R's own allocation failures ("cannot allocate vector of size ...",
-# "cannot allocate memory block of size ...", "'R_Calloc' could not allocate
-# memory ...", "vector memory exhausted (limit reached?)"), strerror(ENOMEM)
-# and C++ std::bad_alloc from compiled code.
+# R's own allocation failures ("cannot allocate vector of size ..." is what
+# nearly everything gives under RLIMIT_AS; strrep() and other C code give
+# "'R_Calloc' could not allocate memory (...)"; also "cannot allocate memory
+# block of size ...", "vector memory exhausted (limit reached?)"),
+# strerror(ENOMEM) and C++ std::bad_alloc from compiled code.
 .rsb_memory_pattern <- paste(
   "^cannot allocate (vector|memory|buffer)", "could not (re-)?allocate memory",
   "memory exhausted", "out[- ]of[- ]memory", "cannot allocate memory",

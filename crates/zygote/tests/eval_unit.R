@@ -180,6 +180,10 @@ local({
   check_json("json: data frame row names", data.frame(v = 1:2, row.names = c("r1", "r2")),
              "[{\"_row\":\"r1\",\"v\":1},{\"_row\":\"r2\",\"v\":2}]")
   check_json("json: empty data frame", df[0, ], "[]")
+  check_json("json: date columns",
+             data.frame(d = as.Date(c("2024-01-31", NA)),
+                        t = as.POSIXct(c("2024-01-31 23:59:59", NA), tz = "UTC")),
+             "[{\"d\":\"2024-01-31\",\"t\":\"2024-01-31T23:59:59+00:00\"},{\"d\":null,\"t\":null}]")
   ldf <- data.frame(id = 1:2)
   ldf$l <- list(1:2, list(k = "v"))
   check_json("json: list column", ldf, "[{\"id\":1,\"l\":[1,2]},{\"id\":2,\"l\":{\"k\":\"v\"}}]")
