@@ -53,6 +53,12 @@ pub enum EngineError {
     /// The child could not lock itself down; nothing ran (fail closed).
     #[error("the sandbox could not be set up: {0}")]
     Setup(String),
+    /// The session is running another execute.
+    #[error("session {0} is busy with another execute")]
+    Busy(String),
+    /// No pool slot became free in time.
+    #[error("no sandbox became free within {0:?}")]
+    AcquireTimeout(std::time::Duration),
     /// A system call in the supervisor failed.
     #[error("failed to {what}")]
     Io {

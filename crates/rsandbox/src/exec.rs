@@ -2,7 +2,7 @@
 //! granted to that program and its ELF interpreter only, so it cannot start anything else.
 
 use crate::errors::EngineError;
-use crate::evaluation::signal_name;
+use crate::child::signal_name;
 use crate::options::{EngineConfig, EvalOptions};
 use crate::r_policy::SYSTEM_READ_ONLY;
 use crate::result::{ExitStatus, Outcome, Usage};

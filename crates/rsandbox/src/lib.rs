@@ -2,7 +2,8 @@
 //!
 //! This crate is the supervisor side of the engine (it never links R): it starts an
 //! embedded-R zygote (`rsandbox-zygote`), asks it to fork one locked-down child per
-//! evaluation, enforces wall-clock and output limits, and reports what happened.
+//! evaluation or session, enforces wall-clock and output limits, answers tool calls,
+//! writes the audit log, and reports what happened.
 //!
 //! ```no_run
 //! let engine = rsandbox::Engine::start(rsandbox::EngineConfig::default())?;
@@ -12,31 +13,57 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod channel;
+pub mod child;
 pub mod errors;
-pub mod evaluation;
 pub mod exec;
 pub mod options;
+pub mod pool;
 pub mod protocol;
 pub mod r_policy;
 pub mod result;
+pub mod session;
+pub mod tools;
 pub mod workspace;
 pub mod zygote;
 
 pub use errors::{EngineError, InputError};
 pub use options::{parse_size, EngineConfig, EvalOptions};
+pub use pool::{Pool, PoolStatus};
 pub use result::{EvalResult, Outcome};
+pub use session::{ExecuteOptions, Session};
+pub use tools::{ArgType, Tool, ToolSpec};
 
+use audit::AuditLog;
+use child::{Request, SandboxChild, ToolEvent};
+use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use workspace::WorkspaceRoot;
+use workspace::{Workspace, WorkspaceRoot};
 use zygote::{Zygote, ZygoteInfo};
 
-/// A running engine: one zygote, ready to fork isolated R processes. Thread-safe:
-/// evaluations from several threads run concurrently.
+/// A running engine: one zygote, ready to fork isolated R processes. Cheap to clone;
+/// thread-safe: evaluations from several threads run concurrently.
+#[derive(Clone)]
 pub struct Engine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
     config: EngineConfig,
     zygote: Mutex<Arc<Zygote>>,
     workspaces: WorkspaceRoot,
+    audit: Option<AuditLog>,
+    next_id: AtomicU64,
+}
+
+/// A child ready for requests, with the workspace it owns (dropped after the child).
+pub(crate) struct Prepared {
+    pub(crate) child: SandboxChild,
+    /// Held for its `Drop`: fields drop in order, so the directory goes after the child.
+    #[allow(dead_code)]
+    pub(crate) workspace: Workspace,
 }
 
 impl Engine {
@@ -45,43 +72,117 @@ impl Engine {
         if let Some(bad) = config.preload.iter().find(|p| !is_package_name(p)) {
             return Err(InputError::BadPackage(bad.clone()).into());
         }
+        let audit = config.audit_log.as_deref().map(AuditLog::open).transpose()?;
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let zygote = Zygote::start(&binary, &config.preload)?;
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
-        Ok(Engine { config, zygote: Mutex::new(Arc::new(zygote)), workspaces })
+        let inner = EngineInner { config, zygote: Mutex::new(Arc::new(zygote)), workspaces, audit, next_id: AtomicU64::new(1) };
+        Ok(Engine { inner: Arc::new(inner) })
     }
 
     /// What the zygote reported (R version, R home, library paths).
     pub fn info(&self) -> ZygoteInfo {
-        self.zygote.lock().expect("zygote").info().clone()
+        self.inner.zygote.lock().expect("zygote").info().clone()
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// A fresh id for a session or evaluation (audit log, protocol).
+    pub(crate) fn new_id(&self, prefix: &str) -> String {
+        format!("{prefix}-{}", self.inner.next_id.fetch_add(1, Ordering::SeqCst))
     }
 
     /// The running zygote, restarted first if it has died.
     fn live_zygote(&self) -> Result<Arc<Zygote>, EngineError> {
-        let mut current = self.zygote.lock().expect("zygote");
+        let mut current = self.inner.zygote.lock().expect("zygote");
         if !current.is_alive() {
-            let binary = zygote::locate_zygote(self.config.zygote_path.as_deref())?;
-            *current = Arc::new(Zygote::start(&binary, &self.config.preload)?);
+            let binary = zygote::locate_zygote(self.inner.config.zygote_path.as_deref())?;
+            *current = Arc::new(Zygote::start(&binary, &self.inner.config.preload)?);
         }
         Ok(current.clone())
+    }
+
+    /// Fork a child with these limits and tools, locked down and waiting for requests.
+    pub(crate) fn prepare(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        options.validate()?;
+        let zygote = self.live_zygote()?;
+        let workspace = self.inner.workspaces.workspace()?;
+        let info = zygote.info();
+        let policy = r_policy::r_child_policy(info, &workspace, options, &self.inner.config);
+        let env = r_policy::r_child_environment(info, &workspace);
+        let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools)?;
+        Ok(Prepared { child, workspace })
+    }
+
+    /// Run one request on a prepared child, with audit records around it.
+    pub(crate) fn run(
+        &self,
+        prepared: &mut Prepared,
+        id: &str,
+        code: &str,
+        options: &EvalOptions,
+        tools: &[Tool],
+        max_tool_calls: u32,
+    ) -> Result<EvalResult, EngineError> {
+        options::validate_code(code)?;
+        let audit = self.inner.audit.as_ref();
+        if let Some(log) = audit {
+            log.execute_start(id, code);
+        }
+        let mut observer = |event: ToolEvent<'_>| {
+            if let Some(log) = audit {
+                match event {
+                    ToolEvent::Call { tool, args } => log.record("tool_call", id, json!({"tool": tool, "args": args})),
+                    ToolEvent::Result { tool, ok, error } => {
+                        log.record("tool_result", id, json!({"tool": tool, "ok": ok, "error": error}))
+                    }
+                }
+            }
+        };
+        let result = prepared.child.execute(Request {
+            code,
+            timeout: options.timeout,
+            max_output: options.max_output,
+            cpu_limit: options.cpu_seconds,
+            tools,
+            max_tool_calls,
+            max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
+            observer: &mut observer,
+        })?;
+        if let Some(log) = audit {
+            if let Some(v) = &result.violation {
+                log.record("violation", id, json!({"syscall": v.syscall, "number": v.number}));
+            }
+            if !matches!(result.outcome, Outcome::Ok | Outcome::Error | Outcome::Violation) {
+                log.record("limit", id, json!({"outcome": result.outcome}));
+            }
+            log.record("execute_complete", id, json!({"outcome": result.outcome, "usage": result.usage}));
+        }
+        Ok(result)
+    }
+
+    /// Audit a session event (start, close, reset).
+    pub(crate) fn audit(&self, event: &str, id: &str, fields: serde_json::Value) {
+        if let Some(log) = &self.inner.audit {
+            log.record(event, id, fields);
+        }
     }
 
     /// Evaluate `code` in a fresh, isolated R process (no state carried over).
     pub fn eval(&self, code: &str, options: &EvalOptions) -> Result<EvalResult, EngineError> {
         options::validate_code(code)?;
         options.validate()?;
-        let zygote = self.live_zygote()?;
-        let workspace = self.workspaces.workspace()?;
-        let info = zygote.info();
-        let spec = evaluation::EvalSpec {
-            policy: r_policy::r_child_policy(info, &workspace, options, &self.config),
-            workspace: workspace.path(),
-            env: r_policy::r_child_environment(info, &workspace),
-            code,
-            timeout: options.timeout,
-            max_output: options.max_output,
-        };
-        evaluation::evaluate(&zygote, spec)
+        let mut prepared = self.prepare(options, &[])?;
+        let id = self.new_id("eval");
+        self.run(&mut prepared, &id, code, options, &[], 0)
+    }
+
+    /// A persistent session with these limits and host tools.
+    pub fn session(&self, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
+        Session::start(self.clone(), options, tools)
     }
 }
 

@@ -23,6 +23,8 @@ pub struct EngineConfig {
     pub workspace_root: Option<PathBuf>,
     /// First uid of the range used when started as root (one uid per live sandbox).
     pub uid_base: u32,
+    /// Append audit records (JSONL) to this file.
+    pub audit_log: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -34,6 +36,7 @@ impl Default for EngineConfig {
             namespaces: true,
             workspace_root: None,
             uid_base: 2_000_000_000,
+            audit_log: None,
         }
     }
 }

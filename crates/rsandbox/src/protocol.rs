@@ -29,7 +29,19 @@ pub enum ZygoteRequest {
         workspace: PathBuf,
         /// Environment of the child, complete (nothing else is inherited).
         env: Vec<(String, String)>,
+        /// Host tools to define in the child, before it reports `LockedDown`.
+        tools: Vec<ToolStub>,
     },
+}
+
+/// What the child needs to know about a host tool: its name and argument names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolStub {
+    /// The R function name.
+    pub name: String,
+    /// Its formal arguments, in order.
+    pub args: Vec<String>,
 }
 
 /// Number of fds a [`ZygoteRequest::Spawn`] carries.
@@ -84,12 +96,24 @@ pub enum ZygoteEvent {
     },
 }
 
-/// Supervisor to child: what to evaluate.
+/// Supervisor to child.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalRequest {
-    /// R source code.
-    pub code: String,
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChildRequest {
+    /// Evaluate code (state persists to the next `Eval` in a session).
+    Eval {
+        /// R source code.
+        code: String,
+    },
+    /// The answer to a `ToolCall`.
+    ToolReply {
+        /// The call id.
+        call: u64,
+        /// The value (JSON), when the tool succeeded.
+        value: Option<serde_json::Value>,
+        /// The error text, when it failed or was refused.
+        error: Option<String>,
+    },
 }
 
 /// Child to supervisor.
@@ -112,6 +136,19 @@ pub enum ChildReport {
         r: serde_json::Value,
         /// PNG files drawn, base64.
         plots: Vec<String>,
+        /// CPU used by the child (and its waited-for children) so far.
+        cpu_ms: u64,
+        /// Peak resident set size so far.
+        max_rss_kb: u64,
+    },
+    /// User code called a host tool; the child waits for a `ToolReply`.
+    ToolCall {
+        /// Call id, unique within the child.
+        call: u64,
+        /// Tool name.
+        tool: String,
+        /// Arguments, as JSON (an object).
+        args: serde_json::Value,
     },
     /// User code called `q()`/`quit()`.
     Quit {
@@ -185,29 +222,29 @@ mod tests {
     #[test]
     fn frames_round_trip_and_oversize_is_refused() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &EvalRequest { code: "1+1".into() }).unwrap();
-        let back: EvalRequest = read_frame(&buf[..], 1024).unwrap();
-        assert_eq!(back.code, "1+1");
-        let err = read_frame::<EvalRequest>(&buf[..], 4).unwrap_err();
+        write_frame(&mut buf, &ChildRequest::Eval { code: "1+1".into() }).unwrap();
+        let back: ChildRequest = read_frame(&buf[..], 1024).unwrap();
+        assert!(matches!(back, ChildRequest::Eval { code } if code == "1+1"));
+        let err = read_frame::<ChildRequest>(&buf[..], 4).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 
     #[test]
     fn decoder_waits_for_whole_frames() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &EvalRequest { code: "x".into() }).unwrap();
+        write_frame(&mut buf, &ChildRequest::Eval { code: "x".into() }).unwrap();
         let mut d = FrameDecoder::default();
         d.push(&buf[..3]);
         assert!(d.next_frame(100).unwrap().is_none());
         d.push(&buf[3..]);
         let body = d.next_frame(100).unwrap().unwrap();
-        assert_eq!(body, br#"{"code":"x"}"#);
+        assert_eq!(body, br#"{"op":"eval","code":"x"}"#);
         d.push(&[0xff, 0xff, 0xff, 0xff]);
         assert!(d.next_frame(100).is_err());
     }
 
     #[test]
     fn unknown_fields_are_refused() {
-        assert!(serde_json::from_str::<EvalRequest>(r#"{"code":"1","extra":2}"#).is_err());
+        assert!(serde_json::from_str::<ChildRequest>(r#"{"op":"eval","code":"1","extra":2}"#).is_err());
     }
 }

@@ -149,4 +149,15 @@ pub struct EvalResult {
     pub exit: ExitStatus,
     /// The layers the child applied (absent when it never got that far).
     pub layers: Option<lockdown::Applied>,
+    /// Sessions only: the session was replaced by a fresh one after this result
+    /// (its state is gone; the next execute works).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+    /// Why it was reset: the outcome (`timeout`, `memory_limit`, `crashed`, ...),
+    /// `quit` or `tool_call_limit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_reason: Option<String>,
+    /// The per-execute tool-call cap was hit (calls beyond it got an R error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_call_limit_exceeded: bool,
 }

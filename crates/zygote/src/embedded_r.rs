@@ -9,6 +9,8 @@ use std::ffi::{c_char, CStr, CString};
 
 /// The R helpers (`rsandbox_eval`, `rsandbox_prepare_zygote`, `rsandbox_to_json`).
 const EVAL_R: &str = include_str!("eval.R");
+/// Tool stubs (`rsandbox_define_tools`).
+const TOOLS_R: &str = include_str!("tools.R");
 
 /// R, initialised on this (the main) thread, with the helpers loaded into a private
 /// environment whose parent is `baseenv()`, so user code in `globalenv()` cannot shadow them.
@@ -55,6 +57,8 @@ impl EmbeddedR {
         // SAFETY: keep the environment alive for the life of the process.
         unsafe { R_PreserveObject(helpers) };
         eval_source_in(EVAL_R, helpers)?;
+        eval_source_in(TOOLS_R, helpers)?;
+        crate::tool_calls::register_native_routines();
         Ok(EmbeddedR { helpers })
     }
 

@@ -6,7 +6,9 @@
 
 mod embedded_r;
 mod r_api;
+mod r_values;
 mod sandbox_child;
+mod tool_calls;
 mod zygote_process;
 
 use rsandbox::channel::Channel;

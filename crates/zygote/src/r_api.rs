@@ -39,3 +39,43 @@ extern "C" {
 
 /// CE_UTF8 from Rinternals.h.
 pub const CE_UTF8: c_int = 1;
+
+// Vectors, attributes and native-routine registration (values coming back from tools).
+pub const LGLSXP: u32 = 10;
+pub const INTSXP: u32 = 13;
+pub const REALSXP: u32 = 14;
+pub const STRSXP: u32 = 16;
+pub const VECSXP: u32 = 19;
+
+#[repr(C)]
+pub struct R_CallMethodDef {
+    pub name: *const c_char,
+    pub fun: *const c_void,
+    pub num_args: c_int,
+}
+
+extern "C" {
+    pub static mut R_NamesSymbol: SEXP;
+    pub static mut R_ClassSymbol: SEXP;
+    pub static mut R_RowNamesSymbol: SEXP;
+    pub static mut R_NaString: SEXP;
+    pub static R_NaReal: f64;
+    pub static R_NaInt: c_int;
+    pub fn Rf_allocVector(kind: u32, len: isize) -> SEXP;
+    pub fn SET_VECTOR_ELT(x: SEXP, i: isize, v: SEXP) -> SEXP;
+    pub fn SET_STRING_ELT(x: SEXP, i: isize, v: SEXP);
+    pub fn REAL(x: SEXP) -> *mut f64;
+    pub fn LOGICAL(x: SEXP) -> *mut c_int;
+    pub fn INTEGER(x: SEXP) -> *mut c_int;
+    pub fn Rf_setAttrib(x: SEXP, name: SEXP, value: SEXP) -> SEXP;
+    pub fn Rf_ScalarReal(x: f64) -> SEXP;
+    pub fn Rf_ScalarLogical(x: c_int) -> SEXP;
+    pub fn R_getEmbeddingDllInfo() -> *mut c_void;
+    pub fn R_registerRoutines(
+        info: *mut c_void,
+        c: *const c_void,
+        call: *const R_CallMethodDef,
+        fortran: *const c_void,
+        external: *const c_void,
+    ) -> c_int;
+}

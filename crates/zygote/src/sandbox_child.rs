@@ -10,7 +10,7 @@ use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
 use base64::Engine as _;
 use lockdown::{Policy, SeccompFilters};
-use rsandbox::protocol::{read_frame, write_frame, ChildReport, EvalRequest, MAX_FRAME};
+use rsandbox::protocol::{read_frame, write_frame, ChildReport, ChildRequest, ToolStub, MAX_FRAME};
 use std::fs::File;
 use std::io::{self, Read};
 use std::mem::ManuallyDrop;
@@ -32,6 +32,7 @@ pub fn run(
     policy: &Policy,
     workspace: &Path,
     env: &[(String, String)],
+    tools: &[ToolStub],
     fds: [OwnedFd; 4],
     filters: &SeccompFilters,
     zygote: libc::pid_t,
@@ -61,40 +62,83 @@ pub fn run(
         report_and_exit(&ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") }, SETUP_FAILED);
     }
     install_quit_hook();
+    if let Err(e) = define_tools(r, tools) {
+        report_and_exit(&ChildReport::SetupFailed { error: format!("failed to define tools: {e}") }, SETUP_FAILED);
+    }
     write_report(&ChildReport::LockedDown { applied });
-    let request: EvalRequest = match read_frame(&*channel(), MAX_FRAME) {
-        Ok(r) => r,
-        Err(_) => lockdown_exit(SETUP_FAILED),
-    };
     let plot_dir = workspace.join(PLOT_DIR);
-    let r_result = if request.code.contains('\0') {
+    // One request after another until the supervisor closes the channel (or kills us):
+    // a one-shot evaluation is a session of one request.
+    loop {
+        let code = match read_frame(&*channel(), MAX_FRAME) {
+            Ok(ChildRequest::Eval { code }) => code,
+            // A reply with no call pending, or the channel closed: nothing more to do.
+            Ok(ChildRequest::ToolReply { .. }) | Err(_) => lockdown_exit(0),
+        };
+        write_report(&evaluate(r, &code, &plot_dir));
+    }
+}
+
+fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path) -> ChildReport {
+    let r_result = if code.contains('\0') {
         Err("code contains a NUL byte".to_string())
     } else {
-        r.call("rsandbox_eval", &[&request.code, &plot_dir.to_string_lossy()])
+        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy()])
             .map_err(|e| e.to_string())
             .and_then(|out| out.into_iter().next().ok_or_else(|| "rsandbox_eval returned nothing".into()))
     };
     flush_stdio();
-    let report = match r_result.and_then(|json| serde_json::from_str(&json).map_err(|e| e.to_string())) {
-        Ok(r) => ChildReport::Evaluated { r, plots: collect_plots(&plot_dir) },
-        // An internal failure of the evaluator: reported as an R-side error object.
-        Err(e) => ChildReport::Evaluated {
-            r: serde_json::json!({"status": "error", "value": null, "visible": false, "messages": [],
-                "warnings": [], "error": {"message": format!("rsandbox evaluator failed: {e}"), "call": null},
-                "syntax_error": null}),
-            plots: Vec::new(),
-        },
-    };
-    report_and_exit(&report, 0)
+    let (cpu_ms, max_rss_kb) = own_usage();
+    let r = r_result.and_then(|json| serde_json::from_str(&json).map_err(|e| e.to_string())).unwrap_or_else(|e| {
+        // An internal failure of the evaluator, reported as an R-side error.
+        serde_json::json!({"status": "error", "value": null, "visible": false, "messages": [],
+            "warnings": [], "error": {"message": format!("rsandbox evaluator failed: {e}"), "call": null},
+            "syntax_error": null})
+    });
+    let plots = take_plots(plot_dir);
+    ChildReport::Evaluated { r, plots, cpu_ms, max_rss_kb }
 }
 
-fn channel() -> ManuallyDrop<File> {
+/// CPU and peak memory of this process and the children it has waited for.
+fn own_usage() -> (u64, u64) {
+    let get = |who| {
+        // SAFETY: a zeroed rusage is a valid out-parameter for getrusage.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is writable and correctly sized.
+        unsafe { libc::getrusage(who, &mut u) };
+        u
+    };
+    let (me, kids) = (get(libc::RUSAGE_SELF), get(libc::RUSAGE_CHILDREN));
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    let cpu = ms(me.ru_utime) + ms(me.ru_stime) + ms(kids.ru_utime) + ms(kids.ru_stime);
+    (cpu, me.ru_maxrss.max(kids.ru_maxrss) as u64)
+}
+
+fn define_tools(r: &EmbeddedR, tools: &[ToolStub]) -> Result<(), String> {
+    if tools.is_empty() {
+        return Ok(());
+    }
+    let quote = |s: &str| format!("\"{s}\"");
+    let mut entries = Vec::new();
+    for tool in tools {
+        if !rsandbox::tools::is_r_identifier(&tool.name) || !tool.args.iter().all(|a| rsandbox::tools::is_r_identifier(a)) {
+            return Err(format!("invalid tool or argument name in {:?}", tool.name));
+        }
+        let args = tool.args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", ");
+        entries.push(format!("{} = c({args})", quote(&tool.name)));
+    }
+    r.eval_strings(&format!("rsandbox_define_tools(list({}))", entries.join(", "))).map(drop).map_err(|e| e.to_string())
+}
+
+/// The child's channel to the supervisor (fd 3).
+pub fn channel() -> ManuallyDrop<File> {
     // SAFETY: fd 3 is the channel for the whole life of the child; ManuallyDrop keeps
     // this temporary File from closing it.
     ManuallyDrop::new(unsafe { File::from_raw_fd(CHANNEL) })
 }
 
-fn write_report(report: &ChildReport) {
+/// Send a report; exits when the supervisor is gone.
+pub fn write_report(report: &ChildReport) {
     // A supervisor that stopped listening learns the outcome from the exit status.
     if write_frame(&*channel(), report).is_err() {
         lockdown_exit(SETUP_FAILED);
@@ -169,9 +213,9 @@ fn make_private_dirs(workspace: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Read the PNGs the code drew, in order. The child is locked down, so a symlink
-/// planted in the plot dir can only lead to what the sandbox may read anyway.
-fn collect_plots(dir: &Path) -> Vec<String> {
+/// Read (and remove) the PNGs the code drew, in order. The child is locked down, so a
+/// symlink planted in the plot dir can only lead to what the sandbox may read anyway.
+fn take_plots(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     names.sort();
@@ -181,6 +225,8 @@ fn collect_plots(dir: &Path) -> Vec<String> {
         .filter_map(|p| {
             let mut bytes = Vec::new();
             File::open(p).ok()?.take(MAX_PLOT_BYTES).read_to_end(&mut bytes).ok()?;
+            // Gone once reported, so the next request in a session reports only its own.
+            std::fs::remove_file(p).ok();
             Some(base64::engine::general_purpose::STANDARD.encode(bytes))
         })
         .collect()

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 /// Start R, load the preloads, and describe the result.
 pub fn start(preload: &[String]) -> Result<(EmbeddedR, ZygoteEvent), String> {
-    if let Some(bad) = preload.iter().find(|p| !is_package_name(p)) {
+    if let Some(bad) = preload.iter().find(|p| !rsandbox::is_package_name(p)) {
         return Err(format!("invalid package name {bad:?}"));
     }
     let r = EmbeddedR::start().map_err(|e| format!("failed to start R: {e}"))?;
@@ -32,12 +32,6 @@ pub fn start(preload: &[String]) -> Result<(EmbeddedR, ZygoteEvent), String> {
         preloaded: preload.to_vec(),
     };
     Ok((r, ready))
-}
-
-/// R package names: letters, digits and dots, starting with a letter.
-pub fn is_package_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
 }
 
 struct Child {
@@ -92,7 +86,7 @@ fn handle_request(
         // A request we cannot parse has no id to answer; the supervisor never sends one.
         Err(e) => fatal(channel, &format!("malformed request from the supervisor: {e}")),
     };
-    let ZygoteRequest::Spawn { req, policy, workspace, env } = request;
+    let ZygoteRequest::Spawn { req, policy, workspace, env, tools } = request;
     let failed = |error: String| send(channel, &ZygoteEvent::SpawnFailed { req, error });
     let Ok(fds) = <[OwnedFd; SPAWN_FDS]>::try_from(passed) else {
         return failed(format!("spawn needs exactly {SPAWN_FDS} fds"));
@@ -117,7 +111,7 @@ fn handle_request(
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => failed(format!("fork failed: {}", io::Error::last_os_error())),
-        0 => sandbox_child::run(r, &policy, &workspace, &env, fds, filters, zygote_pid),
+        0 => sandbox_child::run(r, &policy, &workspace, &env, &tools, fds, filters, zygote_pid),
         pid => {
             drop(fds);
             // Also done by the child itself; doing it on both sides closes the race in

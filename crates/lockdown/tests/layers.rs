@@ -1,0 +1,1171 @@
+//! Every lockdown layer against the real kernel, on its own and together through
+//! [`lockdown::apply`], each in a forked child so that nothing irreversible touches the
+//! test process.
+//!
+//! Every scenario runs twice (see [`both_callers!`]): as root, with the policy's `run_as`
+//! naming an unprivileged identity, and as an ordinary user, which the child becomes
+//! before the lockdown starts. Each test asserts one exact errno or one exact signal.
+//!
+//! The kernel is declared, not detected: Linux with Landlock ABI ≥ 6, seccomp with user
+//! notification, unprivileged user namespaces, and the tests run as root. A kernel that
+//! lacks any of it fails the tests instead of skipping them.
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use lockdown::command::error_chain;
+use lockdown::errors::{LockdownError, PolicyError, PrivilegeError, ProcessError, SeccompError};
+use lockdown::{namespaces, privileges, process, rlimits, ruleset, seccomp};
+use lockdown::{Applied, Identity, LandlockEnforcement, Limits, Policy, SeccompFilters, SeccompProfile};
+use std::fmt::Debug;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr as TcpAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixListener, UnixStream};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+/// The identity root drops to (`Policy::run_as`).
+const RUN_AS: Identity = Identity { uid: 2_000_100_000, gid: 2_000_100_000 };
+/// The ordinary user the non-root scenarios run as.
+const USER: Identity = Identity { uid: 2_000_200_000, gid: 2_000_200_000 };
+/// From <linux/securebits.h>: NOROOT, NO_SETUID_FIXUP, their locks, KEEP_CAPS_LOCKED,
+/// NO_CAP_AMBIENT_RAISE and its lock.
+const LOCKED_SECUREBITS: libc::c_int = 0b1110_1111;
+/// A child that has not finished by then is killed and the test fails.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------
+// Who runs the lockdown
+// ---------------------------------------------------------------------------------------
+
+/// The identity the child has when the lockdown starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Caller {
+    /// The child stays root; the policy names [`RUN_AS`].
+    Root,
+    /// The child first becomes [`USER`], as if an ordinary user had started the sandbox.
+    User,
+}
+
+impl Caller {
+    fn is_root(self) -> bool {
+        self == Caller::Root
+    }
+
+    /// The identity the sandboxed process ends up with (and owns the workspace).
+    fn sandbox_identity(self) -> Identity {
+        match self {
+            Caller::Root => RUN_AS,
+            Caller::User => USER,
+        }
+    }
+
+    /// `Policy::run_as` for this caller.
+    fn run_as(self) -> Option<Identity> {
+        match self {
+            Caller::Root => Some(RUN_AS),
+            Caller::User => None,
+        }
+    }
+
+    /// The namespaces `enter_namespaces` creates for this caller.
+    fn namespaces(self) -> Vec<&'static str> {
+        match self {
+            Caller::Root => vec!["net", "ipc", "uts"],
+            Caller::User => vec!["user", "net", "ipc", "uts"],
+        }
+    }
+
+    /// In the child, before anything else: become this caller.
+    fn assume(self) -> Check {
+        if self == Caller::Root {
+            return Ok(());
+        }
+        let id = USER;
+        expect_ok("setgroups([])", unsafe { libc::setgroups(0, std::ptr::null()) }.into())?;
+        expect_ok("setresgid", unsafe { libc::setresgid(id.gid, id.gid, id.gid) }.into())?;
+        expect_ok("setresuid", unsafe { libc::setresuid(id.uid, id.uid, id.uid) }.into())?;
+        // Changing uid made us non-dumpable (fs.suid_dumpable = 0). A process an ordinary
+        // user starts is dumpable, so restore that to run exactly as such a process would.
+        expect_ok("prctl(PR_SET_DUMPABLE, 1)", unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) }.into())?;
+        check_eq("ids after becoming the user", ids()?, ([id.uid; 3], [id.gid; 3]))?;
+        check_eq("capabilities of the user", capabilities()?, (0, 0))
+    }
+}
+
+/// Run each named scenario `fn name(Caller)` as two tests, `name::as_root` and `name::as_user`.
+macro_rules! both_callers {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn as_root() {
+                    super::$name(super::Caller::Root)
+                }
+                #[test]
+                fn as_user() {
+                    super::$name(super::Caller::User)
+                }
+            }
+        )*
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// Forked children
+// ---------------------------------------------------------------------------------------
+
+/// What the child's closure returns: `Err` carries what went wrong, in words.
+type Check = Result<(), String>;
+
+/// How a child ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The closure returned `Ok` (or the child exec'd a program that exited 0).
+    Passed,
+    /// The closure returned this error or panicked with it.
+    Failed(String),
+    /// Exited with this non-zero status without reporting an error.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+    /// Still running after [`CHILD_TIMEOUT`] (then killed).
+    TimedOut,
+}
+
+/// One shared anonymous page through which the child reports its error. Unlike a pipe it
+/// needs no fd, so it survives `close_range`, `RLIMIT_NOFILE`, Landlock and seccomp, and
+/// writing to it makes no system call.
+struct SharedReport {
+    base: *mut u8,
+}
+
+const REPORT_BYTES: usize = 4096;
+
+impl SharedReport {
+    fn new() -> Self {
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                REPORT_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED, "mmap of the report page: {}", io::Error::last_os_error());
+        SharedReport { base: base.cast() }
+    }
+
+    /// Layout: a u32 holding length + 1 (0: nothing reported), then the text.
+    fn write(&self, text: &str) {
+        let bytes = &text.as_bytes()[..text.len().min(REPORT_BYTES - 4)];
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(4), bytes.len());
+            self.base.cast::<u32>().write_volatile(bytes.len() as u32 + 1);
+        }
+    }
+
+    fn read(&self) -> Option<String> {
+        let marked = unsafe { self.base.cast::<u32>().read_volatile() } as usize;
+        let len = marked.checked_sub(1)?;
+        let bytes = unsafe { std::slice::from_raw_parts(self.base.add(4), len) };
+        Some(String::from_utf8_lossy(bytes).into_owned())
+    }
+}
+
+impl Drop for SharedReport {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base.cast(), REPORT_BYTES) };
+    }
+}
+
+/// A forked child; dropping it unwaited kills it.
+struct Child {
+    pid: libc::pid_t,
+    report: SharedReport,
+    reaped: bool,
+}
+
+/// Fork; in the child become `caller`, run `body`, report its error and `_exit`.
+///
+/// The harness runs tests on several threads, so the child of `fork` may only rely on
+/// what survives it: glibc's malloc is fork-safe, and the child neither prints nor takes
+/// std locks; its report goes into shared memory, not through a file descriptor.
+fn spawn(caller: Caller, body: impl FnOnce() -> Check) -> Child {
+    assert_eq!(unsafe { libc::geteuid() }, 0, "tests/layers.rs runs as root (it needs to become other users)");
+    let report = SharedReport::new();
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+    if pid == 0 {
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| caller.assume().and_then(|()| body())));
+        let code = match result {
+            Ok(Ok(())) => 0,
+            Ok(Err(message)) => {
+                report.write(&message);
+                1
+            }
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown payload".into());
+                report.write(&format!("child panicked: {text}"));
+                2
+            }
+        };
+        unsafe { libc::_exit(code) }
+    }
+    Child { pid, report, reaped: false }
+}
+
+impl Child {
+    fn wait(mut self) -> Outcome {
+        let deadline = Instant::now() + CHILD_TIMEOUT;
+        let mut status = 0;
+        loop {
+            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if rc == self.pid {
+                break;
+            }
+            assert!(rc == 0 || errno() == libc::EINTR, "waitpid: {}", io::Error::last_os_error());
+            if Instant::now() > deadline {
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                unsafe { libc::waitpid(self.pid, &mut status, 0) };
+                self.reaped = true;
+                return Outcome::TimedOut;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.reaped = true;
+        if let Some(message) = self.report.read() {
+            Outcome::Failed(message)
+        } else if libc::WIFEXITED(status) {
+            match libc::WEXITSTATUS(status) {
+                0 => Outcome::Passed,
+                code => Outcome::Exited(code),
+            }
+        } else if libc::WIFSIGNALED(status) {
+            Outcome::Signaled(libc::WTERMSIG(status))
+        } else {
+            panic!("unexpected wait status {status:#x}")
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let mut status = 0;
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
+    }
+}
+
+/// Fork, run `body` as `caller` in the child, and say how the child ended.
+fn run(caller: Caller, body: impl FnOnce() -> Check) -> Outcome {
+    spawn(caller, body).wait()
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks inside the child
+// ---------------------------------------------------------------------------------------
+
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn errno_name(e: i32) -> String {
+    format!("{} (errno {e})", io::Error::from_raw_os_error(e))
+}
+
+/// A raw call (`-1` + errno on failure) must fail with exactly `want`.
+fn expect_errno(what: &str, rc: i64, want: i32) -> Check {
+    let got = errno();
+    match rc {
+        -1 if got == want => Ok(()),
+        -1 => Err(format!("{what}: failed with {} instead of {}", errno_name(got), errno_name(want))),
+        _ => Err(format!("{what}: returned {rc} instead of failing with {}", errno_name(want))),
+    }
+}
+
+/// A raw call must succeed; returns its value.
+fn expect_ok(what: &str, rc: i64) -> Result<i64, String> {
+    if rc == -1 {
+        Err(format!("{what}: {}", errno_name(errno())))
+    } else {
+        Ok(rc)
+    }
+}
+
+/// A std call must fail with exactly `want`.
+fn expect_io_errno<T: Debug>(what: &str, result: io::Result<T>, want: i32) -> Check {
+    match result {
+        Err(e) if e.raw_os_error() == Some(want) => Ok(()),
+        Err(e) => Err(format!("{what}: failed with {e} instead of {}", errno_name(want))),
+        Ok(v) => Err(format!("{what}: succeeded ({v:?}) instead of failing with {}", errno_name(want))),
+    }
+}
+
+/// A std call must succeed.
+fn io_ok<T>(what: &str, result: io::Result<T>) -> Result<T, String> {
+    result.map_err(|e| format!("{what}: {e}"))
+}
+
+fn check_eq<T: PartialEq + Debug>(what: &str, got: T, want: T) -> Check {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: got {got:?}, expected {want:?}"))
+    }
+}
+
+/// A lockdown step must succeed; its error chain otherwise.
+fn step<T, E: std::error::Error>(what: &str, result: Result<T, E>) -> Result<T, String> {
+    result.map_err(|e| format!("{what}: {}", error_chain(&e)))
+}
+
+/// (ruid, euid, suid), (rgid, egid, sgid).
+fn ids() -> Result<([u32; 3], [u32; 3]), String> {
+    let (mut u, mut g) = ([0u32; 3], [0u32; 3]);
+    expect_ok("getresuid", unsafe { libc::getresuid(&mut u[0], &mut u[1], &mut u[2]) }.into())?;
+    expect_ok("getresgid", unsafe { libc::getresgid(&mut g[0], &mut g[1], &mut g[2]) }.into())?;
+    Ok((u, g))
+}
+
+/// `capget`: (effective, permitted).
+fn capabilities() -> Result<(u64, u64), String> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header { version: 0x2008_0522, pid: 0 };
+    let mut data = [Data::default(); 2];
+    expect_ok("capget", unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok((join(data[0].effective, data[1].effective), join(data[0].permitted, data[1].permitted)))
+}
+
+fn prctl_get(what: &str, option: libc::c_int) -> Result<i64, String> {
+    expect_ok(what, unsafe { libc::prctl(option, 0, 0, 0, 0) }.into())
+}
+
+fn getpid() -> libc::pid_t {
+    unsafe { libc::getpid() }
+}
+
+/// The namespace a `/proc/self/ns` link points to, e.g. `net:[4026531840]`.
+fn namespace_of(kind: &str) -> Result<PathBuf, String> {
+    io_ok(kind, fs::read_link(format!("/proc/self/ns/{kind}")))
+}
+
+// ---------------------------------------------------------------------------------------
+// Fixtures in the parent
+// ---------------------------------------------------------------------------------------
+
+static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
+fn unique_name(prefix: &str) -> String {
+    format!("{prefix}-{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A fresh directory under /tmp owned by the sandbox's identity, removed on drop:
+/// `ro/` (holding `ro/data`) is meant for read-only rules, `rw/` for read-write ones.
+struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    fn new(owner: Identity) -> Self {
+        let root = PathBuf::from("/tmp").join(unique_name("lockdown-layers"));
+        fs::create_dir(&root).unwrap();
+        let workspace = Workspace { root };
+        fs::create_dir(workspace.ro()).unwrap();
+        fs::create_dir(workspace.rw()).unwrap();
+        fs::write(workspace.ro().join("data"), "read-only data\n").unwrap();
+        for path in [workspace.root.clone(), workspace.ro(), workspace.rw(), workspace.ro().join("data")] {
+            std::os::unix::fs::chown(&path, Some(owner.uid), Some(owner.gid)).unwrap();
+        }
+        workspace
+    }
+
+    fn ro(&self) -> PathBuf {
+        self.root.join("ro")
+    }
+
+    fn rw(&self) -> PathBuf {
+        self.root.join("rw")
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A TCP listener on 127.0.0.1 in the test's network namespace.
+fn tcp_listener() -> (TcpListener, TcpAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    (listener, addr)
+}
+
+/// A listening abstract unix socket in the test's network namespace.
+fn abstract_listener() -> (UnixListener, UnixAddr) {
+    let addr = UnixAddr::from_abstract_name(unique_name("lockdown-layers").as_bytes()).unwrap();
+    (UnixListener::bind_addr(&addr).unwrap(), addr)
+}
+
+/// Receive one fd sent with `SCM_RIGHTS` (and a one-byte message), waiting at most 10 s.
+fn receive_fd(socket: &UnixStream) -> io::Result<RawFd> {
+    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    if n == 0 || cmsg.is_null() {
+        return Err(io::Error::other("no fd received (the sandbox closed the socket)"));
+    }
+    let (level, kind) = unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type) };
+    assert_eq!((level, kind), (libc::SOL_SOCKET, libc::SCM_RIGHTS));
+    Ok(unsafe { libc::CMSG_DATA(cmsg).cast::<RawFd>().read_unaligned() })
+}
+
+/// Supervisor side of a notification: wait for one, check it is `unshare` from `pid`,
+/// and deny it (the sandbox sees `EPERM`).
+fn deny_one_unshare(listener: RawFd, pid: libc::pid_t) {
+    let mut poll = libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 };
+    let ready = unsafe { libc::poll(&mut poll, 1, 10_000) };
+    assert_eq!(ready, 1, "no seccomp notification within 10 s (revents {:#x})", poll.revents);
+    let notification = seccomp::receive_notification(listener).unwrap();
+    assert_eq!(notification.syscall, libc::SYS_unshare, "{notification:?}");
+    assert_eq!(seccomp::syscall_name(notification.syscall), Some("unshare"));
+    assert_eq!(notification.pid, pid as u32, "{notification:?}");
+    seccomp::deny_notification(listener, notification.id).unwrap();
+}
+
+fn closed_filters() -> SeccompFilters {
+    SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap()
+}
+
+fn this_pid() -> libc::pid_t {
+    std::process::id() as libc::pid_t
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 1: process
+// ---------------------------------------------------------------------------------------
+
+both_callers!(process_isolation, process_keeps_fds_below_the_limit, process_refuses_a_wrong_parent);
+
+/// Own process group, SIGKILL on parent death, non-dumpable, fds from 3 up closed.
+fn process_isolation(caller: Caller) {
+    let parent = this_pid();
+    let outcome = run(caller, move || {
+        let fd = expect_ok("open /dev/null", unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) }.into())?;
+        expect_ok("dup2 to 3", unsafe { libc::dup2(fd as RawFd, 3) }.into())?;
+        expect_ok("dup2 to 100", unsafe { libc::dup2(fd as RawFd, 100) }.into())?;
+        check_eq("pgrp before (the harness's group)", unsafe { libc::getpgrp() } == getpid(), false)?;
+
+        step("isolate_process", process::isolate_process(3, parent))?;
+
+        for fd in [3, fd as RawFd, 100] {
+            expect_errno(&format!("fcntl({fd}, F_GETFD)"), unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(), libc::EBADF)?;
+        }
+        check_eq("getpgrp() == getpid()", unsafe { libc::getpgrp() }, getpid())?;
+        let mut signal: libc::c_int = 0;
+        expect_ok("PR_GET_PDEATHSIG", unsafe { libc::prctl(libc::PR_GET_PDEATHSIG, &mut signal, 0, 0, 0) }.into())?;
+        check_eq("parent-death signal", signal, libc::SIGKILL)?;
+        check_eq("PR_GET_DUMPABLE", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, 0)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// `keep_below` is exclusive: fd 4 survives `isolate_process(5, ..)`, fd 5 does not.
+fn process_keeps_fds_below_the_limit(caller: Caller) {
+    let parent = this_pid();
+    let outcome = run(caller, move || {
+        let fd = expect_ok("open /dev/null", unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) }.into())?;
+        expect_ok("dup2 to 4", unsafe { libc::dup2(fd as RawFd, 4) }.into())?;
+        expect_ok("dup2 to 5", unsafe { libc::dup2(fd as RawFd, 5) }.into())?;
+        step("isolate_process", process::isolate_process(5, parent))?;
+        expect_ok("fcntl(4, F_GETFD)", unsafe { libc::fcntl(4, libc::F_GETFD) }.into())?;
+        expect_errno("fcntl(5, F_GETFD)", unsafe { libc::fcntl(5, libc::F_GETFD) }.into(), libc::EBADF)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// A parent that is not the one expected (ours "died" and we were reparented) is refused.
+fn process_refuses_a_wrong_parent(caller: Caller) {
+    let outcome = run(caller, || match process::isolate_process(3, 1) {
+        Err(ProcessError::ParentGone) => Ok(()),
+        other => Err(format!("isolate_process with a wrong parent: {other:?}, expected ParentGone")),
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 2: namespaces
+// ---------------------------------------------------------------------------------------
+
+both_callers!(namespaces_cut_off_the_host_network);
+
+/// New net, ipc and uts namespaces (and a user namespace without root): the host's
+/// 127.0.0.1 and abstract sockets are gone.
+fn namespaces_cut_off_the_host_network(caller: Caller) {
+    let (_tcp, tcp_addr) = tcp_listener();
+    let (_unix, unix_addr) = abstract_listener();
+    let host: Vec<PathBuf> = ["user", "net", "ipc", "uts"].iter().map(|k| namespace_of(k).unwrap()).collect();
+    let outcome = run(caller, move || {
+        let created = step("enter_namespaces", namespaces::enter_namespaces(caller.is_root(), false))?;
+        check_eq("namespaces created", created, caller.namespaces())?;
+        for (kind, host_ns) in ["user", "net", "ipc", "uts"].iter().zip(&host) {
+            let new = caller.namespaces().contains(kind);
+            check_eq(&format!("{kind} namespace differs from the host's"), &namespace_of(kind)? != host_ns, new)?;
+        }
+        // The new network namespace's loopback is down: no route at all.
+        expect_io_errno("TCP connect to the host's 127.0.0.1 listener", TcpStream::connect(tcp_addr), libc::ENETUNREACH)?;
+        // Abstract unix sockets belong to the network namespace: nobody listens here.
+        expect_io_errno("connect to the host's abstract socket", UnixStream::connect_addr(&unix_addr), libc::ECONNREFUSED)?;
+        // The user namespace maps our own ids to themselves.
+        let id = caller.sandbox_identity();
+        let ours = if caller.is_root() { [0; 3] } else { [id.uid; 3] };
+        check_eq("uids inside the namespaces", ids()?.0, ours)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 3: privileges
+// ---------------------------------------------------------------------------------------
+
+both_callers!(privileges_are_dropped);
+
+/// Root becomes `run_as`; a user inside its own user namespace (where it holds every
+/// capability) loses them all. Either way: no capabilities, an empty bounding set,
+/// locked securebits, no_new_privs, and no way back to uid 0.
+fn privileges_are_dropped(caller: Caller) {
+    let outcome = run(caller, move || {
+        if !caller.is_root() {
+            step("enter_namespaces", namespaces::enter_namespaces(false, false))?;
+        }
+        let (_, permitted) = capabilities()?;
+        check_eq("capabilities before the drop", permitted != 0, true)?;
+
+        step("drop_privileges", privileges::drop_privileges(caller.run_as()))?;
+
+        let id = caller.sandbox_identity();
+        check_eq("ids", ids()?, ([id.uid; 3], [id.gid; 3]))?;
+        check_eq("supplementary groups", unsafe { libc::getgroups(0, std::ptr::null_mut()) }, 0)?;
+        check_eq("capabilities (effective, permitted)", capabilities()?, (0, 0))?;
+        for cap in [libc::CAP_SYS_ADMIN, libc::CAP_SETUID, libc::CAP_NET_ADMIN, libc::CAP_CHECKPOINT_RESTORE] {
+            let read = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
+            check_eq(&format!("capability {cap} in the bounding set"), read, 0)?;
+        }
+        check_eq("securebits", prctl_get("PR_GET_SECUREBITS", libc::PR_GET_SECUREBITS)?, LOCKED_SECUREBITS.into())?;
+        check_eq("no_new_privs", prctl_get("PR_GET_NO_NEW_PRIVS", libc::PR_GET_NO_NEW_PRIVS)?, 1)?;
+        // Root (dropped) lacks CAP_SETUID: EPERM. Inside the user's namespace uid 0 is not
+        // even mapped: EINVAL.
+        let want = if caller.is_root() { libc::EPERM } else { libc::EINVAL };
+        expect_errno("setuid(0)", unsafe { libc::setuid(0) }.into(), want)?;
+        expect_errno("unshare(CLONE_NEWNET) without capabilities", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// An ordinary user without namespaces: `setuid(0)` is `EPERM` after the drop too.
+#[test]
+fn privileges_of_a_plain_user() {
+    let outcome = run(Caller::User, || {
+        step("drop_privileges", privileges::drop_privileges(None))?;
+        check_eq("ids", ids()?, ([USER.uid; 3], [USER.gid; 3]))?;
+        check_eq("capabilities", capabilities()?, (0, 0))?;
+        check_eq("no_new_privs", prctl_get("PR_GET_NO_NEW_PRIVS", libc::PR_GET_NO_NEW_PRIVS)?, 1)?;
+        expect_errno("setuid(0)", unsafe { libc::setuid(0) }.into(), libc::EPERM)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Root without an identity to switch to: the drop runs, and its verification refuses
+/// to report success while a uid is still 0.
+#[test]
+fn privileges_refuse_to_leave_root_in_place() {
+    let outcome = run(Caller::Root, || match privileges::drop_privileges(None) {
+        Err(PrivilegeError::Verification(what)) => check_eq("verification", what.as_str(), "a uid is still 0"),
+        other => Err(format!("drop_privileges(None) as root: {other:?}, expected Verification")),
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 5 (applied before step 4 by `apply`, tested first here): rlimits
+// ---------------------------------------------------------------------------------------
+
+both_callers!(rlimit_file_size, rlimit_open_files, rlimit_memory, rlimit_cpu);
+
+fn apply_limits(limits: Limits) -> Check {
+    let now = step("current_address_space", rlimits::current_address_space())?;
+    step("apply_limits", rlimits::apply_limits(&limits, now))
+}
+
+/// Writing 2 MiB under a 1 MiB file-size limit: the first MiB lands, then SIGXFSZ.
+fn rlimit_file_size(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let file = ws.rw().join("big");
+    let path = file.clone();
+    let outcome = run(caller, move || {
+        apply_limits(Limits { file_size: Some(MIB), ..Limits::default() })?;
+        let mut out = io_ok("create", fs::File::create(&path))?;
+        let result = out.write_all(&vec![7u8; 2 * MIB as usize]);
+        Err(format!("writing 2 MiB under a 1 MiB limit was not stopped by SIGXFSZ: {result:?}"))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGXFSZ));
+    assert_eq!(fs::metadata(&file).unwrap().len(), MIB);
+}
+
+/// 16 open files: with fds 0-2 inherited, 13 more open, the 14th is EMFILE; the hard
+/// limit is the soft one.
+fn rlimit_open_files(caller: Caller) {
+    let outcome = run(caller, || {
+        expect_ok("close_range(3, ~0)", unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) })?;
+        for fd in 0..3 {
+            // The harness's stdio may be closed; make sure 0-2 are taken.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+                let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+                check_eq("fd for a missing stdio", null, fd)?;
+            }
+        }
+        apply_limits(Limits { open_files: Some(16), ..Limits::default() })?;
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        expect_ok("getrlimit", unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }.into())?;
+        check_eq("RLIMIT_NOFILE (soft, hard)", (limit.rlim_cur, limit.rlim_max), (16, 16))?;
+        let mut opened = 0;
+        loop {
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+            if fd == -1 {
+                expect_errno("open beyond the limit", -1, libc::EMFILE)?;
+                break;
+            }
+            opened += 1;
+            if opened > 16 {
+                return Err(format!("opened {opened} files under a limit of 16 (last fd {fd})"));
+            }
+        }
+        check_eq("files opened besides 0-2", opened, 13)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// 64 MiB more address space: a 16 MiB mapping fits, a 512 MiB one is ENOMEM.
+fn rlimit_memory(caller: Caller) {
+    let outcome = run(caller, || {
+        apply_limits(Limits { memory: Some(64 * MIB), ..Limits::default() })?;
+        let map = |bytes: u64| unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        let small = map(16 * MIB);
+        if small == libc::MAP_FAILED {
+            return Err(format!("16 MiB mmap under a 64 MiB allowance: {}", errno_name(errno())));
+        }
+        unsafe { libc::munmap(small, (16 * MIB) as usize) };
+        let big = map(512 * MIB);
+        let rc = if big == libc::MAP_FAILED { -1 } else { big as i64 };
+        expect_errno("512 MiB mmap under a 64 MiB allowance", rc, libc::ENOMEM)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// One CPU second: a busy loop gets SIGXCPU (the hard limit, SIGKILL, is a second later).
+fn rlimit_cpu(caller: Caller) {
+    let started = Instant::now();
+    let outcome = run(caller, || {
+        apply_limits(Limits { cpu_seconds: Some(1), ..Limits::default() })?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut spin = 0u64;
+        while Instant::now() < deadline {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        Err(format!("20 s of busy loop under a 1 s CPU limit ({spin} rounds) and no SIGXCPU"))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGXCPU));
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 4: Landlock (no namespaces here, so every denial below is Landlock's)
+// ---------------------------------------------------------------------------------------
+
+both_callers!(
+    landlock_denies_reads_outside_the_policy,
+    landlock_read_only_and_read_write_paths,
+    landlock_denies_tcp_connect,
+    landlock_scopes_abstract_unix_sockets,
+    landlock_scopes_signals,
+);
+
+fn landlock_policy(ws: &Workspace) -> Policy {
+    Policy { read_only: vec![ws.ro()], read_write: vec![ws.rw()], network: false, ..Policy::default() }
+}
+
+fn restrict(policy: &Policy) -> Check {
+    let enforced = step("restrict_filesystem_and_network", ruleset::restrict_filesystem_and_network(policy))?;
+    check_eq("Landlock enforcement", enforced, LandlockEnforcement::Full)
+}
+
+/// Files and directories outside the policy are EACCES, even for root.
+fn landlock_denies_reads_outside_the_policy(caller: Caller) {
+    assert!(Path::new("/etc/passwd").exists() && Path::new("/etc/hostname").exists());
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = landlock_policy(&ws);
+    let outcome = run(caller, move || {
+        io_ok("read /etc/passwd before Landlock", fs::read("/etc/passwd"))?;
+        restrict(&policy)?;
+        expect_io_errno("read /etc/passwd", fs::read("/etc/passwd"), libc::EACCES)?;
+        expect_io_errno("read /etc/hostname", fs::read("/etc/hostname"), libc::EACCES)?;
+        expect_io_errno("list /", fs::read_dir("/").map(|_| ()), libc::EACCES)?;
+        expect_io_errno("list /proc/self/fd", fs::read_dir("/proc/self/fd").map(|_| ()), libc::EACCES)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Read-only trees read but do not write (EACCES); read-write trees do both.
+fn landlock_read_only_and_read_write_paths(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = landlock_policy(&ws);
+    let (ro, rw) = (ws.ro(), ws.rw());
+    let outcome = run(caller, move || {
+        restrict(&policy)?;
+        check_eq("read-only file", io_ok("read ro/data", fs::read_to_string(ro.join("data")))?.as_str(), "read-only data\n")?;
+        io_ok("list ro/", fs::read_dir(&ro))?;
+        expect_io_errno("create a file in ro/", fs::write(ro.join("new"), "x"), libc::EACCES)?;
+        expect_io_errno("open ro/data for writing", fs::OpenOptions::new().append(true).open(ro.join("data")), libc::EACCES)?;
+        expect_io_errno("mkdir in ro/", fs::create_dir(ro.join("dir")), libc::EACCES)?;
+        io_ok("write rw/out", fs::write(rw.join("out"), "written"))?;
+        check_eq("rw/out", io_ok("read rw/out", fs::read_to_string(rw.join("out")))?.as_str(), "written")?;
+        io_ok("mkdir rw/dir", fs::create_dir(rw.join("dir")))?;
+        io_ok("rename in rw/", fs::rename(rw.join("out"), rw.join("dir/out")))?;
+        io_ok("unlink in rw/", fs::remove_file(rw.join("dir/out")))
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// With `network: false` a TCP connect to the host's listener is EACCES (the socket
+/// itself may be created: that is seccomp's job).
+fn landlock_denies_tcp_connect(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = landlock_policy(&ws);
+    let (_listener, addr) = tcp_listener();
+    let outcome = run(caller, move || {
+        restrict(&policy)?;
+        expect_io_errno("TCP connect to 127.0.0.1", TcpStream::connect(addr), libc::EACCES)?;
+        expect_io_errno("TCP bind", TcpListener::bind("127.0.0.1:0"), libc::EACCES)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// An abstract unix socket outside the sandbox is EPERM (scope); ones made inside work.
+fn landlock_scopes_abstract_unix_sockets(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = landlock_policy(&ws);
+    let (_listener, addr) = abstract_listener();
+    let inner = UnixAddr::from_abstract_name(unique_name("lockdown-layers-inner").as_bytes()).unwrap();
+    let outcome = run(caller, move || {
+        restrict(&policy)?;
+        expect_io_errno("connect to the parent's abstract socket", UnixStream::connect_addr(&addr), libc::EPERM)?;
+        let _own = io_ok("bind an abstract socket inside", UnixListener::bind_addr(&inner))?;
+        io_ok("connect to it", UnixStream::connect_addr(&inner)).map(drop)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Signals to processes outside the sandbox are EPERM (scope), even for root.
+fn landlock_scopes_signals(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = landlock_policy(&ws);
+    let parent = this_pid();
+    let outcome = run(caller, move || {
+        restrict(&policy)?;
+        expect_errno("kill(parent, 0)", unsafe { libc::kill(parent, 0) }.into(), libc::EPERM)?;
+        expect_ok("kill(self, 0)", unsafe { libc::kill(getpid(), 0) }.into()).map(drop)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 6: seccomp
+// ---------------------------------------------------------------------------------------
+
+both_callers!(
+    seccomp_allows_ordinary_calls,
+    seccomp_kills_ptrace,
+    seccomp_socket_creation_is_eacces,
+    seccomp_session_changes_are_eperm,
+    seccomp_clone3_is_enosys,
+    seccomp_kills_clone_into_a_user_namespace,
+    seccomp_kills_execve,
+    seccomp_unknown_calls_are_enosys,
+    seccomp_kills_tiocsti,
+    seccomp_exec_profile_runs_a_program,
+    seccomp_network_profile_allows_sockets,
+    seccomp_reports_violations_to_a_supervisor,
+);
+
+/// Run `body` after installing the closed profile (no exec, no network, SIGSYS on violations).
+fn under_closed_filters(caller: Caller, body: impl FnOnce() -> Check) -> Outcome {
+    let filters = closed_filters();
+    run(caller, move || {
+        step("install", filters.install(None))?;
+        body()
+    })
+}
+
+/// What ordinary programs (and glibc) need still works: fork, threads (glibc falls back
+/// from clone3 to clone), pipes, an ordinary ioctl, mmap.
+fn seccomp_allows_ordinary_calls(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let mut fds = [0; 2];
+        expect_ok("pipe", unsafe { libc::pipe(fds.as_mut_ptr()) }.into())?;
+        expect_ok("write", unsafe { libc::write(fds[1], b"abc".as_ptr().cast(), 3) } as i64)?;
+        let mut pending: libc::c_int = 0;
+        expect_ok("ioctl(FIONREAD)", unsafe { libc::ioctl(fds[0], libc::FIONREAD, &mut pending) }.into())?;
+        check_eq("bytes pending", pending, 3)?;
+        let pid = expect_ok("fork", unsafe { libc::fork() }.into())? as libc::pid_t;
+        if pid == 0 {
+            unsafe { libc::_exit(7) };
+        }
+        let mut status = 0;
+        expect_ok("waitpid", unsafe { libc::waitpid(pid, &mut status, 0) }.into())?;
+        check_eq("forked child's exit status", libc::WEXITSTATUS(status), 7)?;
+        let joined = std::thread::spawn(|| 6 * 7).join().map_err(|_| "thread panicked".to_string())?;
+        check_eq("thread result", joined, 42)?;
+        let mut v = vec![0u8; 8 << 20];
+        v[8 << 19] = 1;
+        check_eq("large allocation", v.iter().map(|b| u64::from(*b)).sum::<u64>(), 1)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+fn seccomp_kills_ptrace(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let rc = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
+        Err(format!("ptrace(PTRACE_TRACEME) returned {rc} ({})", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGSYS));
+}
+
+fn seccomp_socket_creation_is_eacces(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        expect_errno("socket(AF_INET)", unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
+        expect_errno("socket(AF_UNIX)", unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
+        let mut fds = [0; 2];
+        let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
+        expect_errno("socketpair(AF_UNIX)", rc.into(), libc::EACCES)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Both would succeed in a forked child (it leads no group or session yet).
+fn seccomp_session_changes_are_eperm(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        expect_errno("setsid", unsafe { libc::setsid() }.into(), libc::EPERM)?;
+        expect_errno("setpgid(0, 0)", unsafe { libc::setpgid(0, 0) }.into(), libc::EPERM)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// With a null argument the kernel itself would answer EINVAL, so ENOSYS is the filter's.
+fn seccomp_clone3_is_enosys(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let rc = unsafe { libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0usize) };
+        expect_errno("clone3", rc, libc::ENOSYS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+fn seccomp_kills_clone_into_a_user_namespace(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let flags = (libc::CLONE_NEWUSER | libc::SIGCHLD) as libc::c_ulong;
+        let rc = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+        if rc == 0 {
+            unsafe { libc::_exit(0) };
+        }
+        Err(format!("clone(CLONE_NEWUSER) returned {rc} ({})", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGSYS));
+}
+
+fn seccomp_kills_execve(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let argv = [c"/bin/true".as_ptr(), std::ptr::null()];
+        let envp = [std::ptr::null()];
+        let rc = unsafe { libc::execve(c"/bin/true".as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        Err(format!("execve returned {rc} ({})", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGSYS));
+}
+
+/// SysV shared memory is on no list: ENOSYS (without the filter it would succeed).
+fn seccomp_unknown_calls_are_enosys(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let rc = unsafe { libc::syscall(libc::SYS_shmget, libc::IPC_PRIVATE, 4096usize, 0o600) };
+        expect_errno("shmget", rc, libc::ENOSYS)?;
+        expect_errno("mknodat", unsafe { libc::syscall(libc::SYS_mknodat, libc::AT_FDCWD, c"/x".as_ptr(), 0, 0) }, libc::ENOSYS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+fn seccomp_kills_tiocsti(caller: Caller) {
+    let outcome = under_closed_filters(caller, || {
+        let byte = b'x';
+        let rc = unsafe { libc::ioctl(0, libc::TIOCSTI, &byte) };
+        Err(format!("ioctl(TIOCSTI) returned {rc} ({})", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGSYS));
+}
+
+/// With `exec` the allowlist is enough for a dynamically linked program to start and
+/// run: /bin/false's own exit status comes back.
+fn seccomp_exec_profile_runs_a_program(caller: Caller) {
+    let filters = SeccompFilters::build(SeccompProfile { exec: true, network: false }).unwrap();
+    let outcome = run(caller, move || {
+        step("install", filters.install(None))?;
+        let argv = [c"/bin/false".as_ptr(), std::ptr::null()];
+        let envp = [std::ptr::null()];
+        unsafe { libc::execve(c"/bin/false".as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        Err(format!("execve /bin/false: {}", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Exited(1));
+}
+
+/// With `network` sockets are created and connected.
+fn seccomp_network_profile_allows_sockets(caller: Caller) {
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: true }).unwrap();
+    let (_listener, addr) = tcp_listener();
+    let outcome = run(caller, move || {
+        step("install", filters.install(None))?;
+        io_ok("TCP connect to 127.0.0.1", TcpStream::connect(addr))?;
+        io_ok("socketpair", UnixStream::pair()).map(drop)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// With a report socket a violation is not a signal: the supervisor receives the listener
+/// over the socket, sees the call (`unshare`) and the pid, and denies it; the sandbox
+/// sees EPERM and goes on.
+fn seccomp_reports_violations_to_a_supervisor(caller: Caller) {
+    let filters = closed_filters();
+    let (supervisor, sandbox_end) = UnixStream::pair().unwrap();
+    let report_fd = sandbox_end.as_raw_fd();
+    let child = spawn(caller, move || {
+        // install(Some) calls seccomp(2) itself, which needs no_new_privs (or
+        // CAP_SYS_ADMIN); `apply` sets it in the privileges step.
+        expect_ok("PR_SET_NO_NEW_PRIVS", unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into())?;
+        step("install", filters.install(Some(report_fd)))?;
+        expect_errno("unshare(CLONE_NEWNET)", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)?;
+        check_eq("net namespace after the denied unshare", unsafe { libc::getpid() } > 0, true)
+    });
+    drop(sandbox_end);
+    let listener = receive_fd(&supervisor).unwrap();
+    deny_one_unshare(listener, child.pid);
+    unsafe { libc::close(listener) };
+    assert_eq!(child.wait(), Outcome::Passed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Everything: lockdown::apply
+// ---------------------------------------------------------------------------------------
+
+both_callers!(apply_full_policy, apply_full_policy_kills_violations, apply_reports_violations_over_violation_fd);
+
+fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
+    Policy {
+        read_only: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"].into_iter().map(PathBuf::from).collect(),
+        read_write: vec![ws.root.clone(), "/dev/null".into()],
+        executable: Vec::new(),
+        network: false,
+        limits: Limits {
+            memory: Some(256 * MIB),
+            cpu_seconds: Some(10),
+            file_size: Some(16 * MIB),
+            processes: Some(64),
+            open_files: Some(64),
+            stack: Some(8 * MIB),
+        },
+        run_as: caller.run_as(),
+        namespaces: true,
+        best_effort: false,
+        keep_fds_below: 3,
+        violation_fd: None,
+    }
+}
+
+fn expected_applied(caller: Caller) -> Applied {
+    Applied {
+        namespaces: caller.namespaces().into_iter().map(String::from).collect(),
+        identity: caller.run_as(),
+        landlock: LandlockEnforcement::Full,
+        seccomp: true,
+    }
+}
+
+fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> Result<Applied, String> {
+    step("apply", lockdown::apply(policy, filters, parent))
+}
+
+/// Every layer at once, as the zygote would apply them.
+fn apply_full_policy(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = realistic_policy(caller, &ws);
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let root = ws.root.clone();
+    let outcome = run(caller, move || {
+        let applied = apply(&policy, &filters, parent)?;
+        check_eq("Applied", applied, expected_applied(caller))?;
+        let id = caller.sandbox_identity();
+        check_eq("ids", ids()?, ([id.uid; 3], [id.gid; 3]))?;
+        check_eq("capabilities", capabilities()?, (0, 0))?;
+        expect_io_errno("read /etc/passwd", fs::read("/etc/passwd"), libc::EACCES)?;
+        io_ok("read /etc/ld.so.cache", fs::read("/etc/ld.so.cache"))?;
+        io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
+        io_ok("write the workspace", fs::write(root.join("out"), "written"))?;
+        check_eq("read back", io_ok("read", fs::read_to_string(root.join("out")))?.as_str(), "written")?;
+        io_ok("write /dev/null", fs::OpenOptions::new().write(true).open("/dev/null").and_then(|mut f| f.write_all(b"x")))?;
+        expect_io_errno("write /usr", fs::write("/usr/lockdown-layers", "x"), libc::EACCES)?;
+        expect_errno("socket(AF_INET)", unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
+        expect_errno("kill(parent, 0)", unsafe { libc::kill(parent, 0) }.into(), libc::EPERM)?;
+        check_eq("own process group", unsafe { libc::getpgrp() }, getpid())?;
+        let mut stdin_probe = [0u8; 0];
+        let _ = io::stdin().read(&mut stdin_probe);
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        expect_ok("getrlimit", unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) }.into())?;
+        check_eq("RLIMIT_NPROC", (limit.rlim_cur, limit.rlim_max), (64, 64))
+    });
+    assert_eq!(outcome, Outcome::Passed);
+    assert_eq!(fs::read_to_string(ws.root.join("out")).unwrap(), "written");
+}
+
+/// Without a report socket a violation after `apply` kills with SIGSYS.
+fn apply_full_policy_kills_violations(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let policy = realistic_policy(caller, &ws);
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let outcome = run(caller, move || {
+        apply(&policy, &filters, parent)?;
+        let rc = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
+        Err(format!("ptrace(PTRACE_TRACEME) returned {rc} ({})", errno_name(errno())))
+    });
+    assert_eq!(outcome, Outcome::Signaled(libc::SIGSYS));
+}
+
+/// `violation_fd` (kept open by `keep_fds_below`) carries the listener to the supervisor.
+fn apply_reports_violations_over_violation_fd(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let mut policy = realistic_policy(caller, &ws);
+    policy.keep_fds_below = 4;
+    policy.violation_fd = Some(3);
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (supervisor, sandbox_end) = UnixStream::pair().unwrap();
+    let report_fd = sandbox_end.as_raw_fd();
+    let child = spawn(caller, move || {
+        expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
+        let applied = apply(&policy, &filters, parent)?;
+        check_eq("Applied", applied, expected_applied(caller))?;
+        expect_errno("unshare(CLONE_NEWNET)", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
+    });
+    drop(sandbox_end);
+    let listener = receive_fd(&supervisor).unwrap();
+    deny_one_unshare(listener, child.pid);
+    unsafe { libc::close(listener) };
+    assert_eq!(child.wait(), Outcome::Passed);
+}
+
+/// Root without `run_as` is refused before anything changes.
+#[test]
+fn apply_refuses_root_without_run_as() {
+    let ws = Workspace::new(RUN_AS);
+    let policy = Policy { run_as: None, ..realistic_policy(Caller::Root, &ws) };
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let outcome = run(Caller::Root, move || match lockdown::apply(&policy, &filters, parent) {
+        Err(LockdownError::Policy(PolicyError::RootIdentity)) => {
+            // Refused before any step: still root, still in the harness's group.
+            check_eq("ids", ids()?, ([0; 3], [0; 3]))?;
+            check_eq("no_new_privs", prctl_get("PR_GET_NO_NEW_PRIVS", libc::PR_GET_NO_NEW_PRIVS)?, 0)
+        }
+        other => Err(format!("apply as root without run_as: {other:?}, expected Policy(RootIdentity)")),
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// `run_as` naming uid 0 is refused too.
+#[test]
+fn apply_refuses_run_as_root() {
+    let ws = Workspace::new(RUN_AS);
+    let policy = Policy { run_as: Some(Identity { uid: 0, gid: RUN_AS.gid }), ..realistic_policy(Caller::Root, &ws) };
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let outcome = run(Caller::Root, move || match lockdown::apply(&policy, &filters, parent) {
+        Err(LockdownError::Policy(PolicyError::RootIdentity)) => Ok(()),
+        other => Err(format!("apply with run_as uid 0: {other:?}, expected Policy(RootIdentity)")),
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// A `violation_fd` at or above `keep_fds_below` is closed in step 1, so the listener
+/// cannot be sent: `apply` fails instead of running without a supervisor.
+#[test]
+fn apply_fails_when_violation_fd_is_not_kept() {
+    let ws = Workspace::new(USER);
+    let mut policy = realistic_policy(Caller::User, &ws);
+    policy.keep_fds_below = 3;
+    policy.violation_fd = Some(3);
+    policy.validate().expect("validate does not compare violation_fd with keep_fds_below");
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (_supervisor, sandbox_end) = UnixStream::pair().unwrap();
+    let report_fd = sandbox_end.as_raw_fd();
+    let outcome = run(Caller::User, move || {
+        expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
+        match lockdown::apply(&policy, &filters, parent) {
+            Err(LockdownError::Seccomp(SeccompError::Report(e))) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+            other => Err(format!("apply with violation_fd 3 and keep_fds_below 3: {other:?}, expected Report(EBADF)")),
+        }
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}

@@ -1,0 +1,537 @@
+//! End-to-end tests of the `rsandbox` command line. Every scenario runs twice, as root
+//! (`<scenario>::as_root`: each sandbox drops to its own uid >= 2000000000) and as the
+//! unprivileged user `rsandbox-test` (`<scenario>::as_user`: a user namespace instead).
+//!
+//! Needs root and the zygote: run `cargo build` first, then `cargo test -p rsandbox-cli`.
+//! Exit statuses (see src/main.rs): 0 ok, 1 R error, 2 bad input, 3 timeout, 4 cpu,
+//! 5 memory, 6 output, 7 file size, 8 processes, 9 violation, 10 crashed, 11 setup failed.
+
+#[macro_use]
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::time::Duration;
+
+// =======================================================================================
+// The basics: a value comes back, and the layers were applied.
+// =======================================================================================
+
+both!(
+    fn value_and_layers(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "x <- 1; x");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(1), "{out}");
+        assert_eq!(j["visible"], json!(true), "{out}");
+        assert_eq!(j["stdout"], "[1] 1\n", "{out}");
+        assert_eq!(j["stderr"], "", "{out}");
+        let layers = &j["layers"];
+        assert_eq!(layers["landlock"], "full", "{out}");
+        assert_eq!(layers["seccomp"], json!(true), "{out}");
+        let namespaces: Vec<&str> =
+            layers["namespaces"].as_array().expect("namespaces").iter().filter_map(Value::as_str).collect();
+        for ns in ["net", "ipc", "uts"] {
+            assert!(namespaces.contains(&ns), "namespace {ns} missing:{out}");
+        }
+        match who {
+            Who::Root => {
+                let uid = layers["identity"]["uid"].as_u64().expect("identity when root");
+                assert!(uid >= u64::from(SANDBOX_UID_BASE), "sandbox uid {uid}:{out}");
+                assert!(!namespaces.contains(&"user"), "{out}");
+            }
+            Who::User => {
+                assert_eq!(layers["identity"], Value::Null, "{out}");
+                assert!(namespaces.contains(&"user"), "user namespace missing:{out}");
+            }
+        }
+    }
+);
+
+both!(
+    fn run_reads_a_file_and_standard_input(who) {
+        let _g = shared();
+        let file = fixture("script.R", b"a <- 20\nb <- 22\ncat(a + b, \"\\n\")\n");
+        let out = rsandbox(who, &["run", file.to_str().unwrap()]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, "42 \n", "{out}");
+        let out = rsandbox_with(who, &["run", "--json", "-"], &[], Some(b"sum(1:10)\n"));
+        out.assert_code(0);
+        assert_eq!(out.json()["value"], json!(55), "{out}");
+    }
+);
+
+// =======================================================================================
+// The paper's security unit tests (RAppArmor).
+// =======================================================================================
+
+both!(
+    /// Reading a system log that every local user may read.
+    fn reading_a_system_log_fails(who) {
+        let _g = shared();
+        let token = planted_secret();
+        // Control: outside the sandbox this identity can read the log.
+        let direct = run_directly(who, "/bin/cat", &[SECRET_LOG]);
+        assert!(String::from_utf8_lossy(&direct.stdout).contains(token), "control: cat {SECRET_LOG} as {who:?} failed");
+
+        let code = format!("readLines({SECRET_LOG:?})");
+        let (out, j) = eval_json(who, &[], &code);
+        assert_outcome(&out, &j, "error", 1);
+        let message = str_at(&j, "/error/message", &out);
+        assert!(message.contains("cannot open"), "error message {message:?}:{out}");
+        assert!(!out.stdout.contains(token) && !out.stderr.contains(token), "the secret leaked:{out}");
+    }
+);
+
+/// R code that lists /root, /home and /tmp recursively and prints every file it finds.
+const SCAN_HOMES: &str = r#"
+for (d in c("/root", "/home", "/tmp")) {
+  hits <- tryCatch(list.files(d, recursive = TRUE, full.names = TRUE, all.files = TRUE),
+                   error = function(e) { cat("list error:", conditionMessage(e), "\n"); character() })
+  cat(d, ":", length(hits), "files\n")
+  for (f in hits) {
+    cat("==", f, "\n")
+    txt <- tryCatch(readLines(f, warn = FALSE),
+                    error = function(e) paste("read error:", conditionMessage(e)),
+                    warning = function(w) paste("read warning:", conditionMessage(w)))
+    cat(txt, sep = "\n")
+  }
+}
+for (f in c("/root/.ssh/rsandbox-test-secret", "/root/Documents/rsandbox-test-secret.txt",
+            "/home/rsandbox-test/Documents/rsandbox-test-secret.txt", "/tmp/rsandbox-test-secret.txt")) {
+  txt <- tryCatch(readLines(f, warn = FALSE), error = function(e) "direct read failed",
+                  warning = function(w) "direct read failed")
+  cat(f, ":", txt, "\n")
+}
+cat("scan complete\n")
+"#;
+
+both!(
+    /// Scanning home directories (and /tmp) for secrets finds nothing.
+    fn scanning_home_directories_finds_no_secrets(who) {
+        let _g = shared();
+        let token = planted_secret();
+        // Control: outside the sandbox this identity can read the world-readable secrets.
+        for path in ["/home/rsandbox-test/Documents/rsandbox-test-secret.txt", "/tmp/rsandbox-test-secret.txt"] {
+            let direct = run_directly(who, "/bin/cat", &[path]);
+            assert!(String::from_utf8_lossy(&direct.stdout).contains(token), "control: cat {path} as {who:?} failed");
+        }
+        let script = fixture("scan.R", SCAN_HOMES.as_bytes());
+        let out = rsandbox(who, &["run", "--json", script.to_str().unwrap()]);
+        let j = out.json();
+        assert_outcome(&out, &j, "ok", 0);
+        assert!(!out.stdout.contains(token) && !out.stderr.contains(token), "the secret leaked:{out}");
+        let stdout = str_at(&j, "/stdout", &out);
+        assert!(stdout.ends_with("scan complete\n"), "the scan did not finish:{out}");
+        assert_eq!(stdout.matches("direct read failed").count(), 4, "{out}");
+        // Not even the names are visible: the directories cannot be listed.
+        assert!(!stdout.contains("== /root") && !stdout.contains("== /home"), "home directories listed:{out}");
+        assert!(!stdout.contains("== /tmp/rsandbox-test-secret"), "/tmp listed:{out}");
+    }
+);
+
+both!(
+    /// A 76 MB allocation under a 10 MB limit; without the limit it succeeds.
+    fn allocating_76_mb_hits_the_memory_limit(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &["--memory", "10M"], "x <- numeric(1e7)");
+        assert_outcome(&out, &j, "memory_limit", 5);
+        let message = str_at(&j, "/error/message", &out);
+        assert!(message.contains("cannot allocate vector of size"), "error message {message:?}:{out}");
+
+        let (out, j) = eval_json(who, &[], "x <- numeric(1e7); length(x)");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(10_000_000), "{out}");
+    }
+);
+
+both!(
+    /// `svd` of a 2000 x 2000 matrix is killed at the 2 s deadline, promptly.
+    fn svd_of_a_large_matrix_times_out(who) {
+        let _g = exclusive();
+        let timeout = 2.0;
+        let (out, j) = eval_json(who, &["--timeout", "2"], "m <- matrix(rnorm(4e6), 2000); s <- svd(m)");
+        let wall = out.elapsed.as_secs_f64();
+        println!("svd with --timeout {timeout} as {who:?}: CLI wall time {wall:.3} s, sandbox wall_ms {}", j["usage"]["wall_ms"]);
+        assert_outcome(&out, &j, "timeout", 3);
+        assert!(wall < timeout + 2.5, "took {wall:.3} s for a {timeout} s timeout:{out}");
+        assert!(wall >= timeout, "ended after {wall:.3} s, before the {timeout} s timeout:{out}");
+        assert_no_sandbox_processes(who, &out);
+    }
+);
+
+both!(
+    /// A fork bomb through `parallel::mcparallel` stops at the process limit and leaves
+    /// nothing behind.
+    fn fork_bomb_hits_the_process_limit(who) {
+        let _g = exclusive();
+        let (out, j) = eval_json(
+            who,
+            &["--nproc", "20", "--timeout", "10"],
+            "library(parallel); repeat mcparallel(Sys.sleep(60))",
+        );
+        assert_outcome(&out, &j, "process_limit", 8);
+        assert!(out.elapsed < Duration::from_secs(10), "the fork bomb ran into the timeout:{out}");
+        assert_no_sandbox_processes(who, &out);
+    }
+);
+
+// =======================================================================================
+// The other outcomes.
+// =======================================================================================
+
+both!(
+    fn busy_loop_hits_the_cpu_limit(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &["--cpu", "1"], "repeat {}");
+        assert_outcome(&out, &j, "cpu_limit", 4);
+        assert!(j["usage"]["cpu_ms"].as_u64().unwrap() >= 1000, "{out}");
+    }
+);
+
+both!(
+    fn big_file_hits_the_file_size_limit(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &["--fsize", "1M"], r#"writeBin(raw(2e6), "f")"#);
+        assert_outcome(&out, &j, "file_size_limit", 7);
+    }
+);
+
+both!(
+    fn long_output_hits_the_output_limit(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &["--max-output", "1K"], r#"cat(strrep("x", 1e6))"#);
+        assert_outcome(&out, &j, "output_limit", 6);
+        let kept = str_at(&j, "/stdout", &out).len() + str_at(&j, "/stderr", &out).len();
+        assert!(kept <= 1024, "{kept} bytes of output kept:{out}");
+    }
+);
+
+both!(
+    fn running_a_program_is_a_violation(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], r#"system("ls")"#);
+        assert_outcome(&out, &j, "violation", 9);
+        assert_eq!(j["violation"]["syscall"], "execve", "{out}");
+    }
+);
+
+both!(
+    fn network_connections_fail(who) {
+        let _g = shared();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a listener");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let code = format!(r#"con <- socketConnection("127.0.0.1", {port}, timeout = 5); "connected""#);
+        let (out, j) = eval_json(who, &[], &code);
+        assert_outcome(&out, &j, "error", 1);
+        let message = str_at(&j, "/error/message", &out);
+        assert!(message.contains("cannot open the connection"), "error message {message:?}:{out}");
+        match listener.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the listener accepted a connection: {other:?}{out}"),
+        }
+    }
+);
+
+both!(
+    fn deep_recursion_is_an_r_error(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "f <- function(n) f(n + 1); f(1)");
+        assert_outcome(&out, &j, "error", 1);
+        // R's own message, as from Rscript: "C stack usage  7976660 is too close to the limit".
+        let message = str_at(&j, "/error/message", &out);
+        assert!(
+            message.starts_with("C stack usage") && message.ends_with("is too close to the limit"),
+            "error message {message:?}:{out}"
+        );
+    }
+);
+
+both!(
+    fn r_error_reports_message_and_call(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], r#"f <- function() stop("boom"); f()"#);
+        assert_outcome(&out, &j, "error", 1);
+        assert_eq!(j["error"], json!({"message": "boom", "call": "f()"}), "{out}");
+        // Without --json, Rscript-like.
+        let out = rsandbox(who, &["eval", r#"f <- function() stop("boom"); f()"#]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("Error in f() : boom"), "{out}");
+    }
+);
+
+both!(
+    fn quit_with_a_status_is_an_error(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "q(status = 3)");
+        assert_outcome(&out, &j, "error", 1);
+    }
+);
+
+both!(
+    /// A forked child that would outlive the evaluation is killed with it.
+    fn orphans_are_killed(who) {
+        let _g = exclusive();
+        let (out, j) = eval_json(who, &[], "library(parallel); p <- mcparallel(Sys.sleep(999)); 1");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(1), "{out}");
+        assert!(out.elapsed < Duration::from_secs(10), "{out}");
+        assert_no_sandbox_processes(who, &out);
+    }
+);
+
+// =======================================================================================
+// Legitimate R keeps working.
+// =======================================================================================
+
+both!(
+    fn lm_coefficients(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "coef(lm(mpg ~ wt, mtcars))");
+        assert_outcome(&out, &j, "ok", 0);
+        let intercept = j["value"]["(Intercept)"].as_f64().unwrap_or_else(|| panic!("no intercept:{out}"));
+        let slope = j["value"]["wt"].as_f64().unwrap_or_else(|| panic!("no slope:{out}"));
+        assert!((intercept - 37.285).abs() < 1e-3, "intercept {intercept}:{out}");
+        assert!((slope + 5.344).abs() < 1e-3, "slope {slope}:{out}");
+    }
+);
+
+both!(
+    fn plot_gives_one_png(who) {
+        use base64::Engine as _;
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "plot(1:10)");
+        assert_outcome(&out, &j, "ok", 0);
+        let plots = j["plots"].as_array().expect("plots");
+        assert_eq!(plots.len(), 1, "{out}");
+        assert_eq!(plots[0]["format"], "png", "{out}");
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(plots[0]["data_base64"].as_str().expect("data_base64"))
+            .unwrap_or_else(|e| panic!("bad base64 ({e}):{out}"));
+        assert!(data.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG: {:?}{out}", &data[..data.len().min(8)]);
+    }
+);
+
+both!(
+    fn mclapply_works(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "unlist(parallel::mclapply(1:4, function(i) i^2, mc.cores = 2))");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!([1, 4, 9, 16]), "{out}");
+    }
+);
+
+both!(
+    fn files_in_the_workspace_and_tempdir(who) {
+        let _g = shared();
+        let code = r#"
+            writeLines("in the workspace", "a.txt")
+            f <- file.path(tempdir(), "b.txt")
+            writeLines("in tempdir", f)
+            c(readLines("a.txt"), readLines(f))
+        "#;
+        let (out, j) = eval_json(who, &[], code);
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(["in the workspace", "in tempdir"]), "{out}");
+        // Every evaluation starts from a fresh workspace.
+        let (out, j) = eval_json(who, &[], r#"file.exists("a.txt")"#);
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(false), "{out}");
+    }
+);
+
+both!(
+    fn seeded_random_numbers_repeat(who) {
+        let _g = shared();
+        let code = "set.seed(42); runif(2)";
+        let (out1, j1) = eval_json(who, &[], code);
+        assert_outcome(&out1, &j1, "ok", 0);
+        let (out2, j2) = eval_json(who, &[], code);
+        assert_outcome(&out2, &j2, "ok", 0);
+        assert_eq!(j1["value"], j2["value"], "{out1}{out2}");
+        let v: Vec<f64> = j1["value"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert!((v[0] - 0.914806043496355).abs() < 1e-12 && (v[1] - 0.937075413297862).abs() < 1e-12, "{out1}");
+    }
+);
+
+both!(
+    fn warnings_and_messages_are_captured(who) {
+        let _g = shared();
+        let code = r#"warning("w1"); message("m1"); f <- function() warning("w2"); f(); 2"#;
+        let (out, j) = eval_json(who, &[], code);
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!(2), "{out}");
+        assert_eq!(j["messages"], json!(["m1\n"]), "{out}");
+        assert_eq!(
+            j["warnings"],
+            json!([{"message": "w1", "call": null}, {"message": "w2", "call": "f()"}]),
+            "{out}"
+        );
+        assert_eq!(j["stderr"], "", "{out}");
+        assert_eq!(out.stderr, "", "{out}");
+    }
+);
+
+both!(
+    fn invisible_values_are_not_visible(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "invisible(5)");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["visible"], json!(false), "{out}");
+        assert_eq!(j["stdout"], "", "{out}");
+    }
+);
+
+// =======================================================================================
+// Bad input: exit 2, nothing started. RSANDBOX_ZYGOTE points nowhere, so an attempt to
+// start R would end in exit 11 ("failed to start the zygote") instead.
+// =======================================================================================
+
+const NO_ZYGOTE: [(&str, &str); 1] = [("RSANDBOX_ZYGOTE", "/nonexistent/rsandbox-zygote")];
+
+#[track_caller]
+fn assert_rejected(who: Who, args: &[&str], problem: &str) {
+    let out = rsandbox_with(who, args, &NO_ZYGOTE, None);
+    out.assert_code(2);
+    assert!(out.stderr.contains(problem), "stderr does not name the problem ({problem:?}):{out}");
+    assert!(!out.stderr.contains("zygote"), "something was started:{out}");
+    assert_eq!(out.stdout, "", "{out}");
+}
+
+both!(
+    fn empty_code_is_rejected(who) {
+        let _g = shared();
+        assert_rejected(who, &["eval", ""], "no code to evaluate");
+        assert_rejected(who, &["eval", "--json", " \n\t"], "no code to evaluate");
+    }
+);
+
+both!(
+    fn code_over_1_mib_is_rejected(who) {
+        let _g = shared();
+        let mut code = b"x <- 1\n".to_vec();
+        code.resize((1 << 20) + 1, b'#');
+        let file = fixture("big.R", &code);
+        assert_rejected(who, &["run", file.to_str().unwrap()], "code is 1048577 bytes; the limit is 1048576");
+        // Exactly 1 MiB is accepted.
+        code.truncate(1 << 20);
+        let file = fixture("limit.R", &code);
+        let out = rsandbox(who, &["run", "--json", file.to_str().unwrap()]);
+        out.assert_code(0);
+    }
+);
+
+both!(
+    fn invalid_utf8_is_rejected(who) {
+        let _g = shared();
+        let file = fixture("latin1.R", b"x <- \"caf\xe9\"\n");
+        assert_rejected(who, &["run", file.to_str().unwrap()], "not valid UTF-8");
+        let file = fixture("nul.R", b"x <- 1\0\n");
+        assert_rejected(who, &["run", file.to_str().unwrap()], "NUL byte");
+    }
+);
+
+both!(
+    fn missing_file_is_rejected(who) {
+        let _g = shared();
+        assert_rejected(who, &["run", "/nonexistent.R"], "/nonexistent.R: No such file or directory");
+    }
+);
+
+both!(
+    fn nonsense_limits_are_rejected(who) {
+        let _g = shared();
+        assert_rejected(who, &["eval", "--memory", "12Q", "1"], "12Q");
+        // clap takes "-1" for an option and refuses it (its usage errors also exit 2).
+        assert_rejected(who, &["eval", "--timeout", "-1", "1"], "-1");
+        assert_rejected(who, &["eval", "--timeout=-1", "1"], "invalid timeout: -1");
+        assert_rejected(who, &["eval", "--timeout", "abc", "1"], "invalid timeout: abc");
+        assert_rejected(who, &["eval", "--timeout", "0", "1"], "invalid timeout: 0");
+        assert_rejected(who, &["eval", "--nofile", "8", "1"], "nofile");
+        assert_rejected(who, &["exec", "--memory", "12Q", "--", "/bin/true"], "12Q");
+    }
+);
+
+both!(
+    /// Syntax errors are found by R's parser before anything runs; exit 2.
+    fn syntax_error_is_bad_input(who) {
+        let _g = shared();
+        let (out, j) = eval_json(who, &[], "x <- 1 +");
+        out.assert_code(2);
+        assert_eq!(j["outcome"], "error", "{out}");
+        // R reports an unexpected end of input at the start of the (empty) next line: 2:0.
+        assert_eq!(j["syntax_error"]["line"], json!(2), "{out}");
+        assert!(str_at(&j, "/syntax_error/message", &out).contains("unexpected end of input"), "{out}");
+
+        // Nothing before the error ran.
+        let (out, j) = eval_json(who, &[], "cat(\"ran\\n\")\ny <- )");
+        out.assert_code(2);
+        assert_eq!(j["syntax_error"]["line"], json!(2), "{out}");
+        assert!(str_at(&j, "/syntax_error/message", &out).contains("unexpected ')'"), "{out}");
+        assert_eq!(j["stdout"], "", "{out}");
+
+        let out = rsandbox(who, &["eval", "x <- 1 +"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("unexpected end of input"), "{out}");
+    }
+);
+
+// =======================================================================================
+// exec and check.
+// =======================================================================================
+
+both!(
+    fn exec_runs_a_program(who) {
+        let _g = shared();
+        rsandbox(who, &["exec", "--", "/bin/true"]).assert_code(0);
+        let out = rsandbox(who, &["exec", "--", "/bin/sh", "-c", "echo hello"]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, "hello\n", "{out}");
+        let out = rsandbox(who, &["exec", "--json", "--", "/bin/sh", "-c", "exit 3"]);
+        out.assert_code(3);
+        let report = out.stderr_json();
+        assert_eq!(report["outcome"], "error", "{out}");
+        assert_eq!(report["exit"]["code"], json!(3), "{out}");
+    }
+);
+
+both!(
+    /// Landlock lets the program execute only itself and its interpreter.
+    fn exec_cannot_start_other_programs(who) {
+        let _g = shared();
+        let out = rsandbox(who, &["exec", "--", "/bin/sh", "-c", "/bin/ls"]);
+        assert_ne!(out.code, Some(0), "{out}");
+        // 126: the shell ran but could not execute /bin/ls.
+        out.assert_code(126);
+        assert!(out.stderr.contains("/bin/ls: Permission denied"), "{out}");
+    }
+);
+
+both!(
+    fn exec_times_out(who) {
+        let _g = exclusive();
+        let out = rsandbox(who, &["exec", "--timeout", "1", "--", "/bin/sleep", "10"]);
+        println!("exec sleep with --timeout 1 as {who:?}: {:.3} s", out.elapsed.as_secs_f64());
+        out.assert_code(3);
+        assert!(out.stderr.contains("timeout"), "{out}");
+        assert!(out.elapsed < Duration::from_secs(2), "took {:?}:{out}", out.elapsed);
+        assert_no_sandbox_processes(who, &out);
+    }
+);
+
+both!(
+    fn check_reports_the_layers(who) {
+        let _g = shared();
+        let out = rsandbox(who, &["check", "--json"]);
+        out.assert_code(0);
+        let j = out.json();
+        let abi = j["landlock_abi"].as_u64().unwrap_or_else(|| panic!("no landlock_abi:{out}"));
+        assert!(abi >= 6, "Landlock ABI {abi}:{out}");
+        assert_eq!(j["seccomp"], json!(true), "{out}");
+        assert_eq!(j["strict_policy_possible"], json!(true), "{out}");
+        assert_eq!(j["root"], json!(who == Who::Root), "{out}");
+    }
+);

@@ -1,0 +1,135 @@
+//! The audit log: one JSON object per line, each with a UTC timestamp and the session
+//! id. The file is created 0600; a symlink in its place is refused (`O_NOFOLLOW`), so a
+//! planted link cannot redirect the log onto another file.
+
+use crate::errors::EngineError;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Longest code excerpt written to `execute_start` (the hash covers all of it).
+const CODE_EXCERPT: usize = 1000;
+
+/// An append-only JSONL audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    file: Mutex<File>,
+}
+
+impl AuditLog {
+    /// Open (or create, mode 0600) `path` for appending. Refuses symlinks and files that
+    /// are not regular or are readable by others.
+    pub fn open(path: &Path) -> Result<AuditLog, EngineError> {
+        let what = format!("open the audit log {}", path.display());
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(EngineError::io(what.clone()))?;
+        let meta = file.metadata().map_err(EngineError::io(what.clone()))?;
+        if !meta.is_file() || meta.mode() & 0o077 != 0 {
+            return Err(EngineError::Io {
+                what,
+                source: std::io::Error::other("not a regular file with mode 0600"),
+            });
+        }
+        Ok(AuditLog { file: Mutex::new(file) })
+    }
+
+    /// Append one event. `fields` must be a JSON object; `ts`, `event` and `session`
+    /// are added. Errors are reported on stderr: losing an audit line must not be silent,
+    /// but it must not stop the evaluation either.
+    pub fn record(&self, event: &str, session: &str, fields: Value) {
+        let mut line = json!({"ts": utc_timestamp(SystemTime::now()), "event": event, "session": session});
+        if let (Some(obj), Value::Object(extra)) = (line.as_object_mut(), fields) {
+            obj.extend(extra);
+        }
+        let mut text = line.to_string();
+        text.push('\n');
+        let mut file = self.file.lock().expect("audit log");
+        if let Err(e) = file.write_all(text.as_bytes()) {
+            eprintln!("rsandbox: failed to write the audit log: {e}");
+        }
+    }
+
+    /// `execute_start` with the code's excerpt and SHA-256.
+    pub fn execute_start(&self, session: &str, code: &str) {
+        let excerpt: String = code.chars().take(CODE_EXCERPT).collect();
+        let hash = hex(&Sha256::digest(code.as_bytes()));
+        self.record(
+            "execute_start",
+            session,
+            json!({"code": excerpt, "code_truncated": excerpt.len() < code.len(), "code_sha256": hash}),
+        );
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC), without a date crate: days to civil date after
+/// Howard Hinnant's algorithm.
+pub fn utc_timestamp(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+
+    #[test]
+    fn timestamps_are_utc_iso8601() {
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
+        assert_eq!(utc_timestamp(t), "2026-11-18T09:46:40.123Z");
+    }
+
+    #[test]
+    fn log_is_private_and_symlinks_are_refused() {
+        let dir = std::env::temp_dir().join(format!("rsandbox-audit-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        log.execute_start("s1", "1 + 1");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let line: Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        assert_eq!(line["event"], "execute_start");
+        assert_eq!(line["session"], "s1");
+        assert_eq!(line["code_sha256"], hex(&Sha256::digest(b"1 + 1")));
+        let link = dir.join("link.jsonl");
+        std::os::unix::fs::symlink(dir.join("target"), &link).unwrap();
+        let err = AuditLog::open(&link).unwrap_err();
+        assert!(err.to_string().contains("link.jsonl"), "{err}");
+        assert!(!dir.join("target").exists(), "the symlink must not be followed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,156 @@
+//! A pool of pre-forked, locked-down children served concurrently: a request takes a
+//! child that is already waiting, so it does not wait for a fork; a background thread
+//! forks replacements. Each child serves one evaluation, so every use starts from a
+//! clean R (the reset between uses is the fork itself).
+
+use crate::errors::EngineError;
+use crate::options::EvalOptions;
+use crate::result::EvalResult;
+use crate::{Engine, Prepared};
+use serde::Serialize;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Counts of the pool's children.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PoolStatus {
+    /// Forked, locked down and waiting.
+    pub idle: usize,
+    /// Running a request.
+    pub busy: usize,
+    /// Found dead while idle and discarded (since the pool started).
+    pub dead: usize,
+    /// Concurrent requests allowed.
+    pub size: usize,
+}
+
+#[derive(Default)]
+struct State {
+    idle: Vec<Prepared>,
+    busy: usize,
+    dead: usize,
+    closed: bool,
+}
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
+
+/// A pool of `size` concurrent sandboxes with fixed limits.
+pub struct Pool {
+    engine: Engine,
+    options: EvalOptions,
+    size: usize,
+    acquire_timeout: Duration,
+    shared: Shared,
+}
+
+impl Pool {
+    /// Start a pool and fork its first `size` children before returning.
+    pub fn new(engine: Engine, size: usize, options: EvalOptions, acquire_timeout: Duration) -> Result<Pool, EngineError> {
+        options.validate()?;
+        if size == 0 {
+            return Err(crate::InputError::BadLimit { what: "pool size".into(), value: "0".into() }.into());
+        }
+        let shared: Shared = Arc::default();
+        for _ in 0..size {
+            let prepared = engine.prepare(&options, &[])?;
+            shared.0.lock().expect("pool").idle.push(prepared);
+        }
+        spawn_replenisher(engine.clone(), options.clone(), size, shared.clone());
+        Ok(Pool { engine, options, size, acquire_timeout, shared })
+    }
+
+    /// Evaluate in a fresh child; waits up to the acquire timeout for a free slot.
+    pub fn eval(&self, code: &str, timeout: Option<Duration>) -> Result<EvalResult, EngineError> {
+        crate::options::validate_code(code)?;
+        let mut prepared = self.acquire()?;
+        let options = EvalOptions { timeout: timeout.unwrap_or(self.options.timeout), ..self.options.clone() };
+        let id = self.engine.new_id("pool");
+        let result = match prepared.take() {
+            Some(mut p) => self.engine.run(&mut p, &id, code, &options, &[], 0),
+            None => self.engine.prepare(&self.options, &[]).and_then(|mut p| self.engine.run(&mut p, &id, code, &options, &[], 0)),
+        };
+        self.release();
+        result
+    }
+
+    /// Take a slot (and an idle child if there is one).
+    fn acquire(&self) -> Result<Option<Prepared>, EngineError> {
+        let (lock, cond) = &*self.shared;
+        let deadline = Instant::now() + self.acquire_timeout;
+        let mut state = lock.lock().expect("pool");
+        while state.busy >= self.size {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(EngineError::AcquireTimeout(self.acquire_timeout));
+            }
+            state = cond.wait_timeout(state, left).expect("pool").0;
+        }
+        state.busy += 1;
+        while let Some(p) = state.idle.pop() {
+            if p.child.is_alive() {
+                cond.notify_all();
+                return Ok(Some(p));
+            }
+            state.dead += 1;
+        }
+        cond.notify_all();
+        Ok(None)
+    }
+
+    fn release(&self) {
+        let (lock, cond) = &*self.shared;
+        lock.lock().expect("pool").busy -= 1;
+        cond.notify_all();
+    }
+
+    /// Idle, busy and dead counts.
+    pub fn status(&self) -> PoolStatus {
+        let state = self.shared.0.lock().expect("pool");
+        PoolStatus { idle: state.idle.len(), busy: state.busy, dead: state.dead, size: self.size }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let (lock, cond) = &*self.shared;
+        let mut state = lock.lock().expect("pool");
+        state.closed = true;
+        state.idle.clear();
+        cond.notify_all();
+    }
+}
+
+/// Keep `size` children idle: fork a replacement whenever one is taken.
+fn spawn_replenisher(engine: Engine, options: EvalOptions, size: usize, shared: Shared) {
+    std::thread::Builder::new()
+        .name("rsandbox-pool".into())
+        .spawn(move || loop {
+            {
+                let (lock, cond) = &*shared;
+                let mut state = lock.lock().expect("pool");
+                while !state.closed && state.idle.len() >= size {
+                    state = cond.wait(state).expect("pool");
+                }
+                if state.closed {
+                    return;
+                }
+            }
+            match engine.prepare(&options, &[]) {
+                Ok(prepared) => {
+                    let (lock, cond) = &*shared;
+                    let mut state = lock.lock().expect("pool");
+                    if state.closed {
+                        return;
+                    }
+                    state.idle.push(prepared);
+                    cond.notify_all();
+                }
+                // A failed fork (zygote restarting): back off, then try again.
+                Err(e) => {
+                    eprintln!("rsandbox: pool failed to fork a child: {e}");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        })
+        .expect("failed to start the pool thread");
+}

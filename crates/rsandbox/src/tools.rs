@@ -1,0 +1,192 @@
+//! Host tools: R functions in the sandbox whose bodies run here, outside it.
+//!
+//! The host side is the boundary: every call is checked against the tool set (name),
+//! the tool's declared arguments (names and types), the message size and the
+//! per-execute call cap before its handler runs. The R stub in the child only
+//! collects arguments.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Default cap on one tool-call message (arguments as JSON).
+pub const DEFAULT_MAX_TOOL_MESSAGE: usize = 1 << 20;
+
+/// The type an argument must have, as the R stub encodes it (`rsandbox_to_json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgType {
+    /// A number or an array of numbers (NA as null).
+    Numeric,
+    /// Whole numbers (scalar or array).
+    Integer,
+    /// A string or an array of strings.
+    Character,
+    /// A boolean or an array of booleans.
+    Logical,
+    /// A named list (object) or unnamed list (array).
+    List,
+    /// A data frame: an array of records.
+    DataFrame,
+    /// Anything.
+    Any,
+}
+
+impl ArgType {
+    /// Whether `v` has this type.
+    pub fn accepts(self, v: &Value) -> bool {
+        let each = |ok: &dyn Fn(&Value) -> bool| match v {
+            Value::Array(items) => items.iter().all(|i| i.is_null() || ok(i)),
+            other => ok(other),
+        };
+        match self {
+            ArgType::Numeric => each(&|x| x.is_number()),
+            ArgType::Integer => each(&|x| x.as_f64().is_some_and(|f| f.fract() == 0.0)),
+            ArgType::Character => each(&|x| x.is_string()),
+            ArgType::Logical => each(&|x| x.is_boolean()),
+            ArgType::List => v.is_object() || v.is_array(),
+            ArgType::DataFrame => v.as_array().is_some_and(|rows| rows.iter().all(Value::is_object)),
+            ArgType::Any => true,
+        }
+    }
+}
+
+impl fmt::Display for ArgType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).map_err(|_| fmt::Error)?;
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
+/// A tool's public description (what the stdio protocol's `session.create` carries).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// R identifier the tool is callable as.
+    pub name: String,
+    /// Human description.
+    #[serde(default)]
+    pub description: String,
+    /// Arguments, by name (all required).
+    #[serde(default)]
+    pub args: BTreeMap<String, ArgType>,
+}
+
+/// Runs a call on the host: receives the checked arguments (a JSON object).
+pub type Handler = Arc<dyn Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync>;
+
+/// A tool: its spec and its handler.
+#[derive(Clone)]
+pub struct Tool {
+    /// The spec.
+    pub spec: ToolSpec,
+    /// The handler.
+    pub handler: Handler,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool").field("spec", &self.spec).finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool from its spec and a handler; the spec is checked.
+    pub fn new(
+        spec: ToolSpec,
+        handler: impl Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> Result<Tool, String> {
+        if !is_r_identifier(&spec.name) {
+            return Err(format!("tool name {:?} is not an R identifier", spec.name));
+        }
+        if let Some(bad) = spec.args.keys().find(|a| !is_r_identifier(a)) {
+            return Err(format!("argument name {bad:?} of tool {} is not an R identifier", spec.name));
+        }
+        Ok(Tool { spec, handler: Arc::new(handler) })
+    }
+}
+
+/// Check one call: known tool, exactly its arguments, each of the declared type.
+pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t Tool, String> {
+    let tool = tools.iter().find(|t| t.spec.name == name).ok_or_else(|| format!("unknown tool {name:?}"))?;
+    let empty = serde_json::Map::new();
+    let given = match args {
+        Value::Object(m) => m,
+        Value::Array(a) if a.is_empty() => &empty,
+        _ => return Err(format!("tool {name}: arguments must be named")),
+    };
+    if let Some(unknown) = given.keys().find(|k| !tool.spec.args.contains_key(*k)) {
+        return Err(format!("tool {name}: unknown argument {unknown:?}"));
+    }
+    for (arg, ty) in &tool.spec.args {
+        match given.get(arg) {
+            None => return Err(format!("tool {name}: missing argument {arg:?}")),
+            Some(v) if !ty.accepts(v) => return Err(format!("tool {name}: argument {arg:?} must be {ty}")),
+            Some(_) => {}
+        }
+    }
+    Ok(tool)
+}
+
+/// R's syntactic names: letters, digits, `.` and `_`, starting with a letter or a dot
+/// not followed by a digit; reserved words excluded.
+pub fn is_r_identifier(name: &str) -> bool {
+    const RESERVED: [&str; 20] = [
+        "if", "else", "repeat", "while", "function", "for", "next", "break", "TRUE", "FALSE", "NULL", "Inf", "NaN",
+        "NA", "NA_integer_", "NA_real_", "NA_character_", "NA_complex_", "in", "...",
+    ];
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else { return false };
+    let second = name.chars().nth(1);
+    let starts_ok = first.is_ascii_alphabetic() || (first == '.' && !second.is_some_and(|c| c.is_ascii_digit()));
+    starts_ok
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        && !RESERVED.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn add() -> Tool {
+        let spec: ToolSpec = serde_json::from_value(json!({"name": "add", "args": {"a": "numeric", "b": "numeric"}})).unwrap();
+        Tool::new(spec, |a| Ok(json!(a["a"].as_f64().unwrap() + a["b"].as_f64().unwrap()))).unwrap()
+    }
+
+    #[test]
+    fn calls_are_checked_by_name_arguments_and_type() {
+        let tools = [add()];
+        assert!(check_call(&tools, "add", &json!({"a": 1, "b": [2, null]})).is_ok());
+        assert_eq!(check_call(&tools, "sub", &json!({})).unwrap_err(), "unknown tool \"sub\"");
+        assert_eq!(check_call(&tools, "add", &json!({"a": 1})).unwrap_err(), "tool add: missing argument \"b\"");
+        assert_eq!(check_call(&tools, "add", &json!({"a": 1, "b": 2, "c": 3})).unwrap_err(), "tool add: unknown argument \"c\"");
+        assert_eq!(check_call(&tools, "add", &json!({"a": "x", "b": 2})).unwrap_err(), "tool add: argument \"a\" must be numeric");
+        assert_eq!(check_call(&tools, "add", &json!([1, 2])).unwrap_err(), "tool add: arguments must be named");
+    }
+
+    #[test]
+    fn every_type_accepts_what_r_sends_and_nothing_else() {
+        assert!(ArgType::Integer.accepts(&json!([1, 2, null])) && !ArgType::Integer.accepts(&json!(1.5)));
+        assert!(ArgType::Character.accepts(&json!("x")) && !ArgType::Character.accepts(&json!(1)));
+        assert!(ArgType::Logical.accepts(&json!([true, null])) && !ArgType::Logical.accepts(&json!("TRUE")));
+        assert!(ArgType::List.accepts(&json!({"k": 1})) && !ArgType::List.accepts(&json!(1)));
+        assert!(ArgType::DataFrame.accepts(&json!([{"x": 1}])) && !ArgType::DataFrame.accepts(&json!([1])));
+        assert!(ArgType::Any.accepts(&json!(null)));
+    }
+
+    #[test]
+    fn names_must_be_r_identifiers() {
+        for ok in ["add", "get.data", "x_1", ".hidden"] {
+            assert!(is_r_identifier(ok), "{ok}");
+        }
+        for bad in ["", "1x", ".1x", "a-b", "if", "TRUE", "a b", "x\"); system(\"id"] {
+            assert!(!is_r_identifier(bad), "{bad}");
+        }
+        let spec = ToolSpec { name: "if".into(), description: String::new(), args: BTreeMap::new() };
+        assert!(Tool::new(spec, |_| Ok(Value::Null)).is_err());
+    }
+}

@@ -1,0 +1,85 @@
+//! The native side of tool stubs: `.Call("rsandbox_tool_call", name, json)` sends a
+//! `ToolCall` frame on the child's channel and blocks for the matching `ToolReply`.
+//! It returns `list(value = <R value>, error = <string or NULL>)`; the R stub turns an
+//! error into an R condition.
+
+use crate::r_api::*;
+use crate::r_values::to_r;
+use crate::sandbox_child::{channel, write_report};
+use rsandbox::protocol::{read_frame, ChildReport, ChildRequest, MAX_FRAME};
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
+
+/// Register `rsandbox_tool_call` with R as a routine of the embedding executable.
+pub fn register_native_routines() {
+    static NAME: &[u8] = b"rsandbox_tool_call\0";
+    let routines = [
+        R_CallMethodDef { name: NAME.as_ptr().cast(), fun: rsandbox_tool_call as *const _, num_args: 2 },
+        R_CallMethodDef { name: std::ptr::null(), fun: std::ptr::null(), num_args: 0 },
+    ];
+    // SAFETY: R is initialised; R copies the table (names are 'static); the routine has
+    // the declared signature (two SEXP arguments, SEXP result).
+    unsafe {
+        R_registerRoutines(R_getEmbeddingDllInfo(), std::ptr::null(), routines.as_ptr(), std::ptr::null(), std::ptr::null());
+    }
+}
+
+/// Ask the host. Never panics across the C boundary: failures become the error string.
+extern "C" fn rsandbox_tool_call(name: SEXP, args_json: SEXP) -> SEXP {
+    let outcome = std::panic::catch_unwind(|| {
+        // SAFETY: called by R with two arguments from the stub, both character(1).
+        let (tool, args) = unsafe { (first_string(name), first_string(args_json)) };
+        call_host(tool?, args?)
+    })
+    .unwrap_or_else(|_| Err("internal error in the tool bridge".into()));
+    // SAFETY: R's thread (we were called from .Call); allocations are protected until
+    // the list is complete.
+    unsafe {
+        let out = Rf_protect(Rf_allocVector(VECSXP, 2));
+        let names = Rf_protect(Rf_allocVector(STRSXP, 2));
+        for (i, n) in ["value", "error"].iter().enumerate() {
+            SET_STRING_ELT(names, i as isize, Rf_mkCharLenCE(n.as_ptr().cast(), n.len() as i32, CE_UTF8));
+        }
+        Rf_setAttrib(out, R_NamesSymbol, names);
+        match outcome {
+            Ok(value) => {
+                SET_VECTOR_ELT(out, 0, to_r(&value));
+            }
+            Err(message) => {
+                let m = message.replace('\0', " ");
+                let chr = Rf_mkCharLenCE(m.as_ptr().cast(), m.len() as i32, CE_UTF8);
+                SET_VECTOR_ELT(out, 1, Rf_ScalarString(chr));
+            }
+        }
+        Rf_unprotect(2);
+        out
+    }
+}
+
+/// # Safety
+/// `s` must be a SEXP R passed to us.
+unsafe fn first_string(s: SEXP) -> Result<String, String> {
+    // SAFETY: type-checked before indexing; R_CHAR gives a NUL-terminated string.
+    unsafe {
+        if Rf_isString(s) == 0 || Rf_length(s) < 1 {
+            return Err("tool bridge expects character arguments".into());
+        }
+        Ok(CStr::from_ptr(R_CHAR(STRING_ELT(s, 0)) as *const c_char).to_string_lossy().into_owned())
+    }
+}
+
+fn call_host(tool: String, args_json: String) -> Result<serde_json::Value, String> {
+    let args: serde_json::Value = serde_json::from_str(&args_json).map_err(|e| format!("arguments are not JSON: {e}"))?;
+    let call = NEXT_CALL.fetch_add(1, Ordering::SeqCst);
+    write_report(&ChildReport::ToolCall { call, tool, args });
+    match read_frame::<ChildRequest>(&*channel(), MAX_FRAME) {
+        Ok(ChildRequest::ToolReply { call: answered, value, error }) if answered == call => match error {
+            Some(e) => Err(e),
+            None => Ok(value.unwrap_or(serde_json::Value::Null)),
+        },
+        Ok(other) => Err(format!("unexpected message from the host while waiting for a tool reply: {other:?}")),
+        Err(e) => Err(format!("the host channel failed: {e}")),
+    }
+}

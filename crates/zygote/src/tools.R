@@ -1,0 +1,36 @@
+# Tool stubs. Each host tool appears in the child as an R function of that name,
+# in a locked environment attached to the search path ("rsandbox:tools"). A stub
+# collects the arguments it was given, encodes them as JSON and makes one
+# blocking call over the child's own channel (native routine registered by the
+# zygote). The host checks the name, argument names, types and sizes: whatever
+# is checked here is a convenience, the host side is the boundary.
+
+rsandbox_define_tools <- function(tools) {
+  env <- attach(NULL, name = "rsandbox:tools", warn.conflicts = FALSE)
+  for (name in names(tools)) {
+    assign(name, .rsb_tool_stub(name, tools[[name]]), envir = env)
+  }
+  lockEnvironment(env, bindings = TRUE)
+  invisible(names(tools))
+}
+
+.rsb_tool_stub <- function(name, arg_names) {
+  stub <- function() NULL
+  formals(stub) <- stats::setNames(rep(list(quote(expr = )), length(arg_names)), arg_names)
+  body(stub) <- bquote({
+    args <- list()
+    for (a in .(arg_names)) {
+      if (!eval(call("missing", as.name(a)))) args[a] <- list(get(a))
+    }
+    .rsb_call_tool(.(name), args, sys.call())
+  })
+  environment(stub) <- environment(.rsb_tool_stub)
+  stub
+}
+
+.rsb_call_tool <- function(name, args, call) {
+  json <- if (length(args) == 0L) "{}" else rsandbox_to_json(args)
+  reply <- .Call("rsandbox_tool_call", name, json)
+  if (!is.null(reply$error)) stop(simpleError(reply$error, call))
+  reply$value
+}
