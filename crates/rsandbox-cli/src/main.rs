@@ -63,6 +63,15 @@ enum Command {
         #[arg(required = true, last = true)]
         command: Vec<String>,
     },
+    /// Serve the stdio protocol: JSON requests on stdin, responses and events on stdout
+    /// (docs/protocol.md).
+    Serve {
+        /// Read requests from standard input (the only transport so far).
+        #[arg(long, required = true)]
+        stdio: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
     /// Show which isolation layers this machine offers and which rsandbox applies.
     Check {
         /// Print JSON.
@@ -107,6 +116,9 @@ struct EngineArgs {
     /// Do not create namespaces.
     #[arg(long)]
     no_namespaces: bool,
+    /// Append audit records (JSONL, created 0600) to this file.
+    #[arg(long)]
+    audit_log: Option<PathBuf>,
 }
 
 impl LimitArgs {
@@ -136,6 +148,7 @@ impl EngineArgs {
             preload: self.preload.clone(),
             best_effort: self.best_effort,
             namespaces: !self.no_namespaces,
+            audit_log: self.audit_log.clone(),
             ..EngineConfig::default()
         }
     }
@@ -147,6 +160,7 @@ fn main() -> ExitCode {
         Command::Eval { code, limits, engine, json } => evaluate(Ok(code), &limits, &engine, json),
         Command::Run { file, limits, engine, json } => evaluate(read_source(&file), &limits, &engine, json),
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
+        Command::Serve { stdio: _, engine } => serve(&engine),
         Command::Check { json } => check(json),
     };
     match result {
@@ -240,6 +254,12 @@ fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool)
         (Outcome::Ok | Outcome::Error, Some(code)) => code as u8,
         (outcome, _) => outcome.exit_code() as u8,
     })
+}
+
+fn serve(engine: &EngineArgs) -> anyhow::Result<u8> {
+    let engine = rsandbox::Engine::start(engine.config())?;
+    rsandbox::stdio_server::serve(engine, std::io::stdin().lock(), std::io::stdout());
+    Ok(0)
 }
 
 fn check(json: bool) -> anyhow::Result<u8> {

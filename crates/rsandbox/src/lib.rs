@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod r_policy;
 pub mod result;
 pub mod session;
+pub mod stdio_server;
 pub mod tools;
 pub mod workspace;
 pub mod zygote;

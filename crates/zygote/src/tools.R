@@ -17,15 +17,19 @@ rsandbox_define_tools <- function(tools) {
 .rsb_tool_stub <- function(name, arg_names) {
   stub <- function() NULL
   formals(stub) <- stats::setNames(rep(list(quote(expr = )), length(arg_names)), arg_names)
-  body(stub) <- bquote({
-    args <- list()
-    for (a in .(arg_names)) {
-      if (!eval(call("missing", as.name(a)))) args[a] <- list(get(a))
-    }
-    .rsb_call_tool(.(name), args, sys.call())
-  })
+  body(stub) <- bquote(.rsb_call_tool(.(name), .rsb_given_args(environment(), .(arg_names)), sys.call()))
   environment(stub) <- environment(.rsb_tool_stub)
   stub
+}
+
+# The arguments the caller supplied, read from the stub's own frame (a loop
+# variable inside the stub could shadow an argument of the same name).
+.rsb_given_args <- function(frame, arg_names) {
+  args <- list()
+  for (arg in arg_names) {
+    if (!eval(call("missing", as.name(arg)), frame)) args[arg] <- list(get(arg, envir = frame))
+  }
+  args
 }
 
 .rsb_call_tool <- function(name, args, call) {

@@ -1,0 +1,325 @@
+//! The stdio protocol (`rsandbox serve --stdio`): newline-delimited JSON requests in,
+//! responses and events out. The one way non-Rust clients drive the engine; see
+//! `docs/protocol.md` and `docs/protocol.schema.json`.
+//!
+//! Each request runs on its own thread, so requests on different sessions run
+//! concurrently; a second execute on a busy session gets a `busy` error. Tool calls
+//! from a session become `tool_call` events that the client answers with `tool_result`.
+//! Every bad line gets a structured error and the server keeps serving.
+
+use crate::errors::EngineError;
+use crate::session::{ExecuteOptions, Session};
+use crate::tools::{Tool, ToolSpec};
+use crate::{Engine, EvalOptions};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Longest request line accepted.
+pub const MAX_LINE: usize = 4 << 20;
+/// How long a tool call waits for the client's `tool_result`.
+const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
+
+/// Limits a client may set per eval or session (all optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Limits {
+    cpu: Option<u64>,
+    memory: Option<String>,
+    fsize: Option<String>,
+    nproc: Option<u64>,
+    nofile: Option<u64>,
+    max_output: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", deny_unknown_fields)]
+enum Request {
+    #[serde(rename = "eval")]
+    Eval {
+        id: Value,
+        code: String,
+        timeout: Option<f64>,
+        #[serde(default)]
+        limits: Limits,
+    },
+    #[serde(rename = "session.create")]
+    SessionCreate {
+        id: Value,
+        #[serde(default)]
+        tools: Vec<ToolSpec>,
+        #[serde(default)]
+        limits: Limits,
+    },
+    #[serde(rename = "session.execute")]
+    SessionExecute {
+        id: Value,
+        session: String,
+        code: String,
+        timeout: Option<f64>,
+        max_tool_calls: Option<u32>,
+    },
+    #[serde(rename = "session.close")]
+    SessionClose { id: Value, session: String },
+    #[serde(rename = "tool_result")]
+    ToolResult { call: String, value: Option<Value>, error: Option<String> },
+}
+
+const OPS: [&str; 5] = ["eval", "session.create", "session.execute", "session.close", "tool_result"];
+
+struct Server {
+    engine: Engine,
+    out: Out,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pending: Pending,
+    next_call: Arc<AtomicU64>,
+}
+
+/// Serve until `input` ends; every in-flight request finishes first.
+pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 'static) {
+    let server = Arc::new(Server {
+        engine,
+        out: Arc::new(Mutex::new(Box::new(output))),
+        sessions: Mutex::new(HashMap::new()),
+        pending: Arc::default(),
+        next_call: Arc::new(AtomicU64::new(1)),
+    });
+    let mut workers = Vec::new();
+    let mut lines = LineReader { input, buf: Vec::new() };
+    while let Some(line) = lines.next_line() {
+        match line {
+            Err(len) => server.error(&Value::Null, "line_too_long", &format!("request line of {len} bytes exceeds {MAX_LINE}")),
+            Ok(text) if text.trim().is_empty() => {}
+            Ok(text) => {
+                let server = server.clone();
+                workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
+                workers.push(std::thread::spawn(move || server.handle(&text)));
+            }
+        }
+    }
+    for w in workers {
+        // A panicking request already answered nothing; the others are unaffected.
+        w.join().ok();
+    }
+}
+
+/// Reads lines, refusing (and skipping) those longer than [`MAX_LINE`].
+struct LineReader<R> {
+    input: R,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// `Some(Ok(line))`, `Some(Err(length))` for an oversized or non-UTF-8 line, `None` at EOF.
+    fn next_line(&mut self) -> Option<Result<String, usize>> {
+        self.buf.clear();
+        let mut too_long = 0usize;
+        loop {
+            let chunk = match self.input.fill_buf() {
+                Ok(c) => c,
+                Err(_) => return None,
+            };
+            if chunk.is_empty() {
+                return match (too_long, self.buf.is_empty()) {
+                    (0, true) => None,
+                    (0, false) => Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len())),
+                    (n, _) => Some(Err(n)),
+                };
+            }
+            let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) => (&chunk[..i], Some(i + 1)),
+                None => (chunk, None),
+            };
+            if too_long > 0 || self.buf.len() + part.len() > MAX_LINE {
+                too_long = too_long.max(self.buf.len()) + part.len();
+                self.buf.clear();
+            } else {
+                self.buf.extend_from_slice(part);
+            }
+            let consumed = done.unwrap_or(chunk.len());
+            self.input.consume(consumed);
+            if done.is_some() {
+                if too_long > 0 {
+                    return Some(Err(too_long));
+                }
+                return Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len()));
+            }
+        }
+    }
+}
+
+fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, EngineError> {
+    let d = EvalOptions::default();
+    let size = |v: &Option<String>, default: Option<u64>| v.as_deref().map(crate::parse_size).transpose().map(|s| s.or(default));
+    let timeout = match timeout {
+        None => d.timeout,
+        Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),
+        Some(t) => return Err(crate::InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
+    };
+    let options = EvalOptions {
+        timeout,
+        cpu_seconds: limits.cpu,
+        memory: size(&limits.memory, d.memory)?,
+        file_size: size(&limits.fsize, d.file_size)?,
+        processes: limits.nproc.or(d.processes),
+        open_files: limits.nofile.or(d.open_files),
+        max_output: size(&limits.max_output, Some(d.max_output))?.unwrap_or(d.max_output),
+    };
+    options.validate()?;
+    Ok(options)
+}
+
+fn error_code(e: &EngineError) -> &'static str {
+    match e {
+        EngineError::Input(_) => "bad_input",
+        EngineError::Busy(_) => "busy",
+        EngineError::AcquireTimeout(_) => "busy",
+        EngineError::Setup(_) => "sandbox_setup_failed",
+        _ => "engine_error",
+    }
+}
+
+impl Server {
+    fn send(&self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut out = self.out.lock().expect("stdout");
+        // A client that closed stdout cannot be told anything; requests still finish.
+        out.write_all(line.as_bytes()).and_then(|_| out.flush()).ok();
+    }
+
+    fn error(&self, id: &Value, code: &str, message: &str) {
+        self.send(json!({"id": id, "error": {"code": code, "message": message}}));
+    }
+
+    fn handle(&self, line: &str) {
+        let raw: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return self.error(&Value::Null, "parse_error", &format!("invalid JSON: {e}")),
+        };
+        let id = raw.get("id").cloned().unwrap_or(Value::Null);
+        match raw.get("op").and_then(Value::as_str) {
+            None => return self.error(&id, "invalid_request", "missing \"op\""),
+            Some(op) if !OPS.contains(&op) => return self.error(&id, "unknown_op", &format!("unknown op {op:?}")),
+            Some(_) => {}
+        }
+        let request: Request = match serde_json::from_value(raw) {
+            Ok(r) => r,
+            Err(e) => return self.error(&id, "invalid_request", &e.to_string()),
+        };
+        match request {
+            Request::Eval { id, code, timeout, limits } => {
+                match options_from(&limits, timeout).and_then(|o| self.engine.eval(&code, &o)) {
+                    Ok(result) => self.send(json!({"id": id, "result": result})),
+                    Err(e) => self.error(&id, error_code(&e), &e.to_string()),
+                }
+            }
+            Request::SessionCreate { id, tools, limits } => match self.create_session(tools, &limits) {
+                Ok(sid) => self.send(json!({"id": id, "session": sid})),
+                Err((code, message)) => self.error(&id, code, &message),
+            },
+            Request::SessionExecute { id, session, code, timeout, max_tool_calls } => {
+                let Some(s) = self.sessions.lock().expect("sessions").get(&session).cloned() else {
+                    return self.error(&id, "unknown_session", &format!("no session {session:?}"));
+                };
+                let defaults = ExecuteOptions::default();
+                let options = match options_from(&Limits::default(), timeout) {
+                    Ok(o) => ExecuteOptions {
+                        timeout: o.timeout,
+                        max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
+                        max_output: defaults.max_output,
+                    },
+                    Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
+                };
+                match s.execute(&code, &options) {
+                    Ok(result) => self.send(json!({"id": id, "result": result})),
+                    Err(e) => self.error(&id, error_code(&e), &e.to_string()),
+                }
+            }
+            Request::SessionClose { id, session } => match self.sessions.lock().expect("sessions").remove(&session) {
+                Some(_) => self.send(json!({"id": id, "closed": true})),
+                None => self.error(&id, "unknown_session", &format!("no session {session:?}")),
+            },
+            Request::ToolResult { call, value, error } => {
+                let waiter = self.pending.lock().expect("pending").remove(&call);
+                match waiter {
+                    Some(tx) => {
+                        let answer = match error {
+                            Some(e) => Err(e),
+                            None => Ok(value.unwrap_or(Value::Null)),
+                        };
+                        // The execute may have ended meanwhile; then nobody waits.
+                        tx.send(answer).ok();
+                    }
+                    None => self.error(&Value::Null, "unknown_call", &format!("no pending tool call {call:?}")),
+                }
+            }
+        }
+    }
+
+    fn create_session(&self, specs: Vec<ToolSpec>, limits: &Limits) -> Result<String, (&'static str, String)> {
+        let options = options_from(limits, None).map_err(|e| (error_code(&e), e.to_string()))?;
+        let session_id: Arc<Mutex<String>> = Arc::default();
+        let mut tools = Vec::new();
+        for spec in specs {
+            let (out, pending, next, sid) = (self.out.clone(), self.pending.clone(), self.next_call.clone(), session_id.clone());
+            let name = spec.name.clone();
+            let tool = Tool::new(spec, move |args| {
+                let call = format!("call-{}", next.fetch_add(1, Ordering::SeqCst));
+                let (tx, rx) = channel();
+                pending.lock().expect("pending").insert(call.clone(), tx);
+                let event = json!({"event": "tool_call", "call": call, "session": *sid.lock().expect("sid"), "tool": name, "args": args});
+                let mut line = event.to_string();
+                line.push('\n');
+                {
+                    let mut o = out.lock().expect("stdout");
+                    if o.write_all(line.as_bytes()).and_then(|_| o.flush()).is_err() {
+                        pending.lock().expect("pending").remove(&call);
+                        return Err("the client is gone".into());
+                    }
+                }
+                let answer = rx.recv_timeout(TOOL_REPLY_TIMEOUT);
+                pending.lock().expect("pending").remove(&call);
+                answer.unwrap_or_else(|_| Err(format!("no tool_result for {call} within {TOOL_REPLY_TIMEOUT:?}")))
+            })
+            .map_err(|e| ("invalid_request", e))?;
+            tools.push(tool);
+        }
+        let session = self.engine.session(options, tools).map_err(|e| (error_code(&e), e.to_string()))?;
+        let sid = session.id().to_string();
+        *session_id.lock().expect("sid") = sid.clone();
+        self.sessions.lock().expect("sessions").insert(sid.clone(), Arc::new(session));
+        Ok(sid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_lines_are_refused_and_skipped() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\n{\"ok\":1}\n");
+        let mut r = LineReader { input: &input[..], buf: Vec::new() };
+        assert_eq!(r.next_line(), Some(Err(MAX_LINE + 10)));
+        assert_eq!(r.next_line(), Some(Ok("{\"ok\":1}".to_string())));
+        assert_eq!(r.next_line(), None);
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        assert!(options_from(&Limits::default(), Some(-1.0)).is_err());
+        let bad = Limits { memory: Some("12Q".into()), ..Limits::default() };
+        assert!(options_from(&bad, None).is_err());
+        assert_eq!(options_from(&Limits::default(), Some(2.5)).unwrap().timeout, Duration::from_millis(2500));
+    }
+}
