@@ -4,6 +4,7 @@
 //! it" (every other variant), so callers can tell a user mistake from a host limitation.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -28,6 +29,14 @@ pub enum PolicyError {
     ZeroLimit {
         /// The limit's name.
         name: &'static str,
+    },
+    /// The violation fd would be closed with the other inherited fds.
+    #[error("violation_fd {fd} must be below keep_fds_below ({keep_fds_below})")]
+    ViolationFdNotKept {
+        /// The fd.
+        fd: RawFd,
+        /// The first fd closed.
+        keep_fds_below: RawFd,
     },
     /// Dropping root to uid or gid 0 would drop nothing.
     #[error("run_as must name a non-root uid and gid")]

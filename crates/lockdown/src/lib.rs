@@ -7,7 +7,8 @@
 //! 1. [`process`]: own process group, SIGKILL on parent death, inherited fds closed.
 //! 2. [`namespaces`]: user (when not root), net, ipc, uts.
 //! 3. [`privileges`]: root drops to an unprivileged uid/gid; securebits locked;
-//!    capabilities and bounding set emptied; `no_new_privs`.
+//!    capabilities and bounding set emptied; `no_new_privs`; then non-dumpable (only
+//!    now: earlier it would lock the user namespace's id maps).
 //! 4. [`ruleset`]: Landlock filesystem, TCP and scope rules.
 //! 5. [`rlimits`]: after Landlock, which needs one fd per rule, so a small open-files
 //!    limit cannot break the ruleset.
@@ -86,6 +87,7 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     };
     let identity = if as_root { policy.run_as } else { None };
     privileges::drop_privileges(identity)?;
+    process::make_non_dumpable()?;
     let landlock = ruleset::restrict_filesystem_and_network(policy)?;
     rlimits::apply_limits(&policy.limits, address_space_now)?;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {

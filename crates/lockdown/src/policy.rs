@@ -116,6 +116,11 @@ impl Policy {
                 return Err(PolicyError::ZeroLimit { name });
             }
         }
+        if let Some(fd) = self.violation_fd {
+            if fd >= self.keep_fds_below || fd < 0 {
+                return Err(PolicyError::ViolationFdNotKept { fd, keep_fds_below: self.keep_fds_below });
+            }
+        }
         if let Some(id) = self.run_as {
             if id.uid == 0 || id.gid == 0 {
                 return Err(PolicyError::RootIdentity);

@@ -21,6 +21,12 @@ pub fn isolate_process(keep_below: RawFd, expected_parent: libc::pid_t) -> Resul
     if unsafe { libc::getppid() } != expected_parent {
         return Err(ProcessError::ParentGone);
     }
-    sys::close_fds_from(keep_below).map_err(ProcessError::CloseFds)?;
+    sys::close_fds_from(keep_below).map_err(ProcessError::CloseFds)
+}
+
+/// `PR_SET_DUMPABLE 0`: /proc/self becomes root-owned and ptrace by same-uid peers is
+/// refused. Runs after the identity switch: before it, /proc/self/uid_map would be
+/// unwritable for an unprivileged user namespace, and a root `setresuid` resets the flag.
+pub fn make_non_dumpable() -> Result<(), ProcessError> {
     sys::set_not_dumpable().map_err(ProcessError::Dumpable)
 }

@@ -249,7 +249,7 @@ impl SeccompFilters {
         let ioctl_rules = FORBIDDEN_IOCTLS
             .iter()
             .map(|req| {
-                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *req as u64)
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *req)
                     .and_then(|c| SeccompRule::new(vec![c]))
             })
             .collect::<Result<Vec<_>, _>>()

@@ -12,7 +12,7 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 use lockdown::command::error_chain;
-use lockdown::errors::{LockdownError, PolicyError, PrivilegeError, ProcessError, SeccompError};
+use lockdown::errors::{LockdownError, PolicyError, PrivilegeError, ProcessError};
 use lockdown::{namespaces, privileges, process, rlimits, ruleset, seccomp};
 use lockdown::{Applied, Identity, LandlockEnforcement, Limits, Policy, SeccompFilters, SeccompProfile};
 use std::fmt::Debug;
@@ -98,9 +98,9 @@ impl Caller {
 }
 
 /// Run each named scenario `fn name(Caller)` as two tests, `name::as_root` and
-/// `name::as_user`. `name: user_ignored = "why"` marks the user variant `#[ignore]`.
+/// `name::as_user`.
 macro_rules! both_callers {
-    ($($name:ident $(: user_ignored = $why:literal)?),* $(,)?) => {
+    ($($name:ident),* $(,)?) => {
         $(
             mod $name {
                 #[test]
@@ -108,22 +108,11 @@ macro_rules! both_callers {
                     super::$name(super::Caller::Root)
                 }
                 #[test]
-                $(#[ignore = $why])?
                 fn as_user() {
                     super::$name(super::Caller::User)
                 }
             }
         )*
-    };
-}
-
-/// Why `apply` cannot yet run as an ordinary user (a bug in `src`, not in these tests):
-/// `process::isolate_process` (step 1) makes the process non-dumpable, which makes
-/// /proc/self/{setgroups,uid_map,gid_map} root-owned, so `enter_namespaces` (step 2)
-/// fails with `IdMap { file: "/proc/self/setgroups", EACCES }`.
-macro_rules! non_dumpable_before_id_maps {
-    () => {
-        "src bug: isolate_process sets PR_SET_DUMPABLE=0 before enter_namespaces writes /proc/self/setgroups (EACCES)"
     };
 }
 
@@ -508,13 +497,13 @@ fn process_isolation(caller: Caller) {
         step("isolate_process", process::isolate_process(3, parent))?;
 
         for fd in [3, fd as RawFd, 100] {
-            expect_errno(&format!("fcntl({fd}, F_GETFD)"), unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(), libc::EBADF)?;
+            let rc = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+            expect_errno(&format!("fcntl({fd}, F_GETFD)"), rc.into(), libc::EBADF)?;
         }
         check_eq("getpgrp() == getpid()", unsafe { libc::getpgrp() }, getpid())?;
         let mut signal: libc::c_int = 0;
         expect_ok("PR_GET_PDEATHSIG", unsafe { libc::prctl(libc::PR_GET_PDEATHSIG, &mut signal, 0, 0, 0) }.into())?;
-        check_eq("parent-death signal", signal, libc::SIGKILL)?;
-        check_eq("PR_GET_DUMPABLE", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, 0)
+        check_eq("parent-death signal", signal, libc::SIGKILL)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
@@ -562,9 +551,11 @@ fn namespaces_cut_off_the_host_network(caller: Caller) {
             check_eq(&format!("{kind} namespace differs from the host's"), &namespace_of(kind)? != host_ns, new)?;
         }
         // The new network namespace's loopback is down: no route at all.
-        expect_io_errno("TCP connect to the host's 127.0.0.1 listener", TcpStream::connect(tcp_addr), libc::ENETUNREACH)?;
+        let tcp = TcpStream::connect(tcp_addr);
+        expect_io_errno("TCP connect to the host's 127.0.0.1 listener", tcp, libc::ENETUNREACH)?;
         // Abstract unix sockets belong to the network namespace: nobody listens here.
-        expect_io_errno("connect to the host's abstract socket", UnixStream::connect_addr(&unix_addr), libc::ECONNREFUSED)?;
+        let unix = UnixStream::connect_addr(&unix_addr);
+        expect_io_errno("connect to the host's abstract socket", unix, libc::ECONNREFUSED)?;
         // The user namespace maps our own ids to themselves.
         let id = caller.sandbox_identity();
         let ours = if caller.is_root() { [0; 3] } else { [id.uid; 3] };
@@ -611,7 +602,8 @@ fn privileges_are_dropped(caller: Caller) {
         // even mapped: EINVAL.
         let want = if caller.is_root() { libc::EPERM } else { libc::EINVAL };
         expect_errno("setuid(0)", unsafe { libc::setuid(0) }.into(), want)?;
-        expect_errno("unshare(CLONE_NEWNET) without capabilities", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
+        let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        expect_errno("unshare(CLONE_NEWNET) without capabilities", rc.into(), libc::EPERM)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
@@ -641,7 +633,7 @@ fn privileges_refuse_to_leave_root_in_place() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Step 5 (applied before step 4 by `apply`, tested first here): rlimits
+// Step 5: rlimits (applied after Landlock by `apply`)
 // ---------------------------------------------------------------------------------------
 
 both_callers!(rlimit_file_size, rlimit_open_files, rlimit_memory, rlimit_cpu);
@@ -785,10 +777,12 @@ fn landlock_read_only_and_read_write_paths(caller: Caller) {
     let (ro, rw) = (ws.ro(), ws.rw());
     let outcome = run(caller, move || {
         restrict(&policy)?;
-        check_eq("read-only file", io_ok("read ro/data", fs::read_to_string(ro.join("data")))?.as_str(), "read-only data\n")?;
+        let data = io_ok("read ro/data", fs::read_to_string(ro.join("data")))?;
+        check_eq("read-only file", data.as_str(), "read-only data\n")?;
         io_ok("list ro/", fs::read_dir(&ro))?;
         expect_io_errno("create a file in ro/", fs::write(ro.join("new"), "x"), libc::EACCES)?;
-        expect_io_errno("open ro/data for writing", fs::OpenOptions::new().append(true).open(ro.join("data")), libc::EACCES)?;
+        let append = fs::OpenOptions::new().append(true).open(ro.join("data"));
+        expect_io_errno("open ro/data for writing", append, libc::EACCES)?;
         expect_io_errno("mkdir in ro/", fs::create_dir(ro.join("dir")), libc::EACCES)?;
         io_ok("write rw/out", fs::write(rw.join("out"), "written"))?;
         check_eq("rw/out", io_ok("read rw/out", fs::read_to_string(rw.join("out")))?.as_str(), "written")?;
@@ -905,8 +899,10 @@ fn seccomp_kills_ptrace(caller: Caller) {
 
 fn seccomp_socket_creation_is_eacces(caller: Caller) {
     let outcome = under_closed_filters(caller, || {
-        expect_errno("socket(AF_INET)", unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
-        expect_errno("socket(AF_UNIX)", unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
+        let inet = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+        expect_errno("socket(AF_INET)", inet.into(), libc::EACCES)?;
+        let unix = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+        expect_errno("socket(AF_UNIX)", unix.into(), libc::EACCES)?;
         let mut fds = [0; 2];
         let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
         expect_errno("socketpair(AF_UNIX)", rc.into(), libc::EACCES)
@@ -959,7 +955,8 @@ fn seccomp_unknown_calls_are_enosys(caller: Caller) {
     let outcome = under_closed_filters(caller, || {
         let rc = unsafe { libc::syscall(libc::SYS_shmget, libc::IPC_PRIVATE, 4096usize, 0o600) };
         expect_errno("shmget", rc, libc::ENOSYS)?;
-        expect_errno("mknodat", unsafe { libc::syscall(libc::SYS_mknodat, libc::AT_FDCWD, c"/x".as_ptr(), 0, 0) }, libc::ENOSYS)
+        let rc = unsafe { libc::syscall(libc::SYS_mknodat, libc::AT_FDCWD, c"/x".as_ptr(), 0, 0) };
+        expect_errno("mknodat", rc, libc::ENOSYS)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
@@ -1027,10 +1024,11 @@ fn seccomp_reports_violations_to_a_supervisor(caller: Caller) {
 // Everything: lockdown::apply
 // ---------------------------------------------------------------------------------------
 
+// The whole lockdown, as root and as an ordinary user.
 both_callers!(
-    apply_full_policy: user_ignored = non_dumpable_before_id_maps!(),
-    apply_full_policy_kills_violations: user_ignored = non_dumpable_before_id_maps!(),
-    apply_reports_violations_over_violation_fd: user_ignored = non_dumpable_before_id_maps!(),
+    apply_full_policy,
+    apply_full_policy_kills_violations,
+    apply_reports_violations_over_violation_fd,
 );
 
 fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
@@ -1086,9 +1084,11 @@ fn apply_full_policy(caller: Caller) {
         io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
         io_ok("write the workspace", fs::write(root.join("out"), "written"))?;
         check_eq("read back", io_ok("read", fs::read_to_string(root.join("out")))?.as_str(), "written")?;
-        io_ok("write /dev/null", fs::OpenOptions::new().write(true).open("/dev/null").and_then(|mut f| f.write_all(b"x")))?;
+        let null = fs::OpenOptions::new().write(true).open("/dev/null");
+        io_ok("write /dev/null", null.and_then(|mut f| f.write_all(b"x")))?;
         expect_io_errno("write /usr", fs::write("/usr/lockdown-layers", "x"), libc::EACCES)?;
-        expect_errno("socket(AF_INET)", unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) }.into(), libc::EACCES)?;
+        let inet = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+        expect_errno("socket(AF_INET)", inet.into(), libc::EACCES)?;
         expect_errno("kill(parent, 0)", unsafe { libc::kill(parent, 0) }.into(), libc::EPERM)?;
         check_eq("own process group", unsafe { libc::getpgrp() }, getpid())?;
         check_eq("PR_GET_DUMPABLE", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, 0)?;
@@ -1172,25 +1172,18 @@ fn apply_refuses_run_as_root() {
     assert_eq!(outcome, Outcome::Passed);
 }
 
-/// A `violation_fd` at or above `keep_fds_below` is closed in step 1, so the listener
-/// cannot be sent: `apply` fails instead of running without a supervisor.
+/// A `violation_fd` at or above `keep_fds_below` would be closed in step 1, so the
+/// listener could not be sent: `validate` refuses such a policy before anything runs.
 #[test]
-fn apply_fails_when_violation_fd_is_not_kept() {
-    let ws = Workspace::new(RUN_AS);
-    let mut policy = realistic_policy(Caller::Root, &ws);
-    policy.keep_fds_below = 3;
-    policy.violation_fd = Some(3);
-    policy.validate().expect("validate does not compare violation_fd with keep_fds_below");
-    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
-    let parent = this_pid();
-    let (_supervisor, sandbox_end) = UnixStream::pair().unwrap();
-    let report_fd = sandbox_end.as_raw_fd();
-    let outcome = run(Caller::Root, move || {
-        expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
-        match lockdown::apply(&policy, &filters, parent) {
-            Err(LockdownError::Seccomp(SeccompError::Report(e))) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
-            other => Err(format!("apply with violation_fd 3 and keep_fds_below 3: {other:?}, expected Report(EBADF)")),
+fn policy_with_violation_fd_not_kept_is_refused() {
+    for violation_fd in [3, 10] {
+        let ws = Workspace::new(RUN_AS);
+        let mut policy = realistic_policy(Caller::Root, &ws);
+        policy.keep_fds_below = 3;
+        policy.violation_fd = Some(violation_fd);
+        match policy.validate() {
+            Err(PolicyError::ViolationFdNotKept { fd, keep_fds_below: 3 }) => assert_eq!(fd, violation_fd),
+            other => panic!("violation_fd {violation_fd}: {other:?}, expected ViolationFdNotKept"),
         }
-    });
-    assert_eq!(outcome, Outcome::Passed);
+    }
 }

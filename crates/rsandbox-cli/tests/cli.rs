@@ -187,7 +187,8 @@ both!(
         let _g = shared();
         let (out, j) = eval_json(who, &["--cpu", "1"], "repeat {}");
         assert_outcome(&out, &j, "cpu_limit", 4);
-        assert!(j["usage"]["cpu_ms"].as_u64().unwrap() >= 1000, "{out}");
+        // Measured CPU can come out a little under the limit (987 ms seen for 1 s).
+        assert!(j["usage"]["cpu_ms"].as_u64().unwrap() >= 900, "{out}");
     }
 );
 

@@ -109,7 +109,7 @@ mod tests {
     fn timestamps_are_utc_iso8601() {
         assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         let t = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
-        assert_eq!(utc_timestamp(t), "2026-11-18T09:46:40.123Z");
+        assert_eq!(utc_timestamp(t), "2026-11-18T11:06:40.123Z");
     }
 
     #[test]

@@ -36,7 +36,7 @@ type Routes = Arc<Mutex<HashMap<u64, Sender<Routed>>>>;
 /// A running zygote.
 pub struct Zygote {
     channel: Arc<Channel>,
-    process: Mutex<std::process::Child>,
+    process: Arc<Mutex<std::process::Child>>,
     routes: Routes,
     alive: Arc<AtomicBool>,
     next_req: AtomicU64,
@@ -128,8 +128,9 @@ impl Zygote {
         let channel = Arc::new(ours);
         let routes: Routes = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
-        spawn_router(channel.clone(), routes.clone(), alive.clone());
-        Ok(Zygote { channel, process: Mutex::new(process), routes, alive, next_req: AtomicU64::new(1), info })
+        let process = Arc::new(Mutex::new(process));
+        spawn_router(channel.clone(), routes.clone(), alive.clone(), process.clone());
+        Ok(Zygote { channel, process, routes, alive, next_req: AtomicU64::new(1), info })
     }
 
     /// What the zygote reported at start-up.
@@ -167,6 +168,7 @@ impl Zygote {
 
 impl Drop for Zygote {
     fn drop(&mut self) {
+        self.alive.store(false, Ordering::SeqCst);
         // The zygote kills its children's groups when the channel closes; make sure it
         // is gone even if it does not notice.
         let mut process = self.process.lock().expect("zygote process");
@@ -177,7 +179,7 @@ impl Drop for Zygote {
     }
 }
 
-fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>) {
+fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>, process: Arc<Mutex<std::process::Child>>) {
     std::thread::Builder::new()
         .name("rsandbox-zygote-events".into())
         .spawn(move || {
@@ -194,7 +196,13 @@ fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>) {
                     tx.send((event, fd)).ok();
                 }
             }
-            alive.store(false, Ordering::SeqCst);
+            let was_alive = alive.swap(false, Ordering::SeqCst);
+            // Tell the operator why, unless we are the ones who stopped it (Drop).
+            if was_alive {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let status = process.lock().expect("zygote process").try_wait();
+                eprintln!("rsandbox: the zygote stopped serving ({status:?}); it is restarted on the next request");
+            }
             // Dropping the senders wakes every waiting evaluation with "disconnected".
             routes.lock().expect("routes").clear();
         })

@@ -26,9 +26,9 @@ fn main() {
     }
     // SAFETY: fd 3 is the channel the supervisor passed us; nothing else owns it.
     let channel = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) });
-    // Die with the supervisor: a zygote without one would hold R's memory forever.
-    // SAFETY: integer-only prctl.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    // No PR_SET_PDEATHSIG here: it fires when the *thread* that spawned us exits, and
+    // library users start engines from short-lived threads. A dead supervisor closes the
+    // channel instead, and serve() then kills every child and exits.
     match zygote_process::start(&preload) {
         Ok((r, ready)) => {
             send(&channel, &ready);

@@ -161,16 +161,18 @@ fn flush_stdio() {
     unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
-/// The zygote blocks SIGCHLD (for its signalfd) and Rust ignores SIGPIPE; the child must
-/// look like an ordinary process to R and to what R forks.
+/// The zygote blocks SIGCHLD (for its signalfd), Rust ignores SIGPIPE and handles
+/// SIGSEGV/SIGBUS (stack-overflow reports); the child must look like an ordinary process
+/// to R and to what R forks, and must die of a crash so the crash can be reported.
 fn restore_signals() {
     // SAFETY: resetting dispositions and the mask of this single-threaded process.
     unsafe {
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        for signal in [libc::SIGPIPE, libc::SIGCHLD, libc::SIGSEGV, libc::SIGBUS] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
     }
 }
 

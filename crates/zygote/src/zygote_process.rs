@@ -174,10 +174,21 @@ fn reap(channel: &Channel, children: &mut HashMap<libc::pid_t, Child>) {
     }
 }
 
+/// Kill every child's group and reap everything (orphans included: we are their
+/// subreaper, and a container's init may not reap), then exit.
 fn shutdown(children: &HashMap<libc::pid_t, Child>) -> ! {
     for pid in children.keys() {
         // SAFETY: signalling process groups we created.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        // SAFETY: reaping any child; a null status pointer is allowed.
+        match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
+            -1 => break, // ECHILD: nothing left
+            0 => std::thread::sleep(std::time::Duration::from_millis(5)),
+            _ => {}
+        }
     }
     std::process::exit(0)
 }

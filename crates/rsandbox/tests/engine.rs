@@ -1,0 +1,235 @@
+//! Library-level tests against a real zygote and real R: fresh evaluations, sessions
+//! and their automatic resets, host tools of every argument type, the host-side checks,
+//! the pool, and the audit log. Needs `cargo build --workspace` first (the zygote binary).
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use rsandbox::session::ExecuteOptions;
+use rsandbox::{ArgType, Engine, EngineConfig, EngineError, EvalOptions, Outcome, Pool, Tool, ToolSpec};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::start(EngineConfig::default()).expect("engine starts (did you run cargo build --workspace?)"))
+}
+
+fn tool(name: &str, args: &[(&str, ArgType)], handler: impl Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static) -> Tool {
+    let spec = ToolSpec {
+        name: name.into(),
+        description: format!("test tool {name}"),
+        args: args.iter().map(|(n, t)| (n.to_string(), *t)).collect::<BTreeMap<_, _>>(),
+    };
+    Tool::new(spec, handler).unwrap()
+}
+
+fn exec(options: ExecuteOptions) -> ExecuteOptions {
+    options
+}
+
+fn quick() -> ExecuteOptions {
+    ExecuteOptions { timeout: Duration::from_secs(10), ..ExecuteOptions::default() }
+}
+
+#[test]
+fn fresh_evaluations_share_no_state() {
+    let e = engine();
+    let first = e.eval("x <- 41; x + 1", &EvalOptions::default()).unwrap();
+    assert_eq!(first.outcome, Outcome::Ok);
+    assert_eq!(first.value, json!(42));
+    let second = e.eval("exists('x')", &EvalOptions::default()).unwrap();
+    assert_eq!(second.value, json!(false));
+}
+
+#[test]
+fn session_state_persists_between_executes() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    assert_eq!(s.execute("x <- 20", &quick()).unwrap().visible, false);
+    let r = s.execute("x * 2 + 2", &quick()).unwrap();
+    assert_eq!(r.value, json!(42));
+    assert!(!r.reset);
+    assert_eq!(r.stdout, "[1] 42\n", "each execute reports only its own output");
+}
+
+#[test]
+fn session_resets_after_timeout_and_next_call_works() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("x <- 1", &quick()).unwrap();
+    let r = s.execute("Sys.sleep(10)", &exec(ExecuteOptions { timeout: Duration::from_millis(500), ..quick() })).unwrap();
+    assert_eq!(r.outcome, Outcome::Timeout);
+    assert!(r.reset);
+    assert_eq!(r.reset_reason.as_deref(), Some("timeout"));
+    let next = s.execute("exists('x')", &quick()).unwrap();
+    assert_eq!(next.outcome, Outcome::Ok);
+    assert_eq!(next.value, json!(false), "a reset session starts from a clean R");
+}
+
+#[test]
+fn session_resets_after_memory_limit_crash_and_quit() {
+    let options = EvalOptions { memory: Some(64 << 20), ..EvalOptions::default() };
+    let s = engine().session(options, vec![]).unwrap();
+    // An R-level allocation failure leaves R usable: no reset needed.
+    let r = s.execute("x <- numeric(1e9)", &quick()).unwrap();
+    assert_eq!(r.outcome, Outcome::MemoryLimit);
+    assert!(r.error.unwrap().message.starts_with("cannot allocate vector of size"));
+    let r = s.execute("tools::pskill(Sys.getpid(), 11L)", &quick()).unwrap();
+    assert_eq!(r.outcome, Outcome::Crashed);
+    assert_eq!(r.exit.signal, Some(libc_sigsegv()));
+    assert_eq!(r.reset_reason.as_deref(), Some("crashed"));
+    assert_eq!(s.execute("1 + 1", &quick()).unwrap().value, json!(2));
+    let r = s.execute("y <- 1; quit(status = 0)", &quick()).unwrap();
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert_eq!(r.reset_reason.as_deref(), Some("quit"));
+    assert_eq!(s.execute("exists('y')", &quick()).unwrap().value, json!(false));
+}
+
+fn libc_sigsegv() -> i32 {
+    11
+}
+
+#[test]
+fn concurrent_execute_on_one_session_is_busy() {
+    let s = Arc::new(engine().session(EvalOptions::default(), vec![]).unwrap());
+    let s2 = s.clone();
+    let slow = std::thread::spawn(move || s2.execute("Sys.sleep(1.5); 'done'", &quick()));
+    std::thread::sleep(Duration::from_millis(400));
+    match s.execute("1", &quick()) {
+        Err(EngineError::Busy(id)) => assert_eq!(id, s.id()),
+        other => panic!("expected busy, got {other:?}"),
+    }
+    assert_eq!(slow.join().unwrap().unwrap().value, json!("done"));
+    assert_eq!(s.execute("1", &quick()).unwrap().value, json!(1), "free again afterwards");
+}
+
+fn typed_tools() -> Vec<Tool> {
+    let echo = |a: &serde_json::Map<String, Value>| Ok(a["x"].clone());
+    vec![
+        tool("add", &[("a", ArgType::Numeric), ("b", ArgType::Numeric)], |a| {
+            Ok(json!(a["a"].as_f64().unwrap() + a["b"].as_f64().unwrap()))
+        }),
+        tool("echo_num", &[("x", ArgType::Numeric)], echo),
+        tool("echo_int", &[("x", ArgType::Integer)], echo),
+        tool("echo_chr", &[("x", ArgType::Character)], echo),
+        tool("echo_lgl", &[("x", ArgType::Logical)], echo),
+        tool("echo_list", &[("x", ArgType::List)], echo),
+        tool("echo_df", &[("x", ArgType::DataFrame)], echo),
+        tool("echo_any", &[("x", ArgType::Any)], echo),
+        tool("fail", &[], |_| Err("the host said no".into())),
+        tool("table", &[], |_| Ok(json!([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]))),
+    ]
+}
+
+#[test]
+fn tool_calls_round_trip_every_argument_type() {
+    let s = engine().session(EvalOptions::default(), typed_tools()).unwrap();
+    let cases = [
+        ("add(1, 2)", json!(3)),
+        ("echo_num(c(1.5, NA, 3))", json!([1.5, null, 3])),
+        ("echo_int(5L)", json!(5)),
+        ("echo_chr(c('a', 'b'))", json!(["a", "b"])),
+        ("echo_lgl(c(TRUE, FALSE))", json!([true, false])),
+        ("echo_list(list(k = 1, v = 'x'))", json!({"k": 1, "v": "x"})),
+        ("echo_df(data.frame(x = 1:2, y = c('a', 'b')))", json!([{"x": 1, "y": "a"}, {"x": 2, "y": "b"}])),
+        ("echo_any(NULL)", json!(null)),
+        ("d <- table(); c(class(d), nrow(d), d$name[2])", json!(["data.frame", "2", "b"])),
+    ];
+    for (code, want) in cases {
+        let r = s.execute(code, &quick()).unwrap();
+        assert_eq!(r.outcome, Outcome::Ok, "{code}: {:?}", r.error);
+        assert_eq!(r.value, want, "{code}");
+    }
+    assert!(s.execute("is.function(add) && bindingIsLocked('add', as.environment('rsandbox:tools'))", &quick()).unwrap().value == json!(true));
+}
+
+#[test]
+fn host_checks_names_types_unknown_tools_and_handler_errors() {
+    let s = engine().session(EvalOptions::default(), typed_tools()).unwrap();
+    let error_of = |code: &str| {
+        let r = s.execute(code, &quick()).unwrap();
+        assert_eq!(r.outcome, Outcome::Error, "{code}");
+        r.error.unwrap().message
+    };
+    assert_eq!(error_of("add('one', 2)"), "tool add: argument \"a\" must be numeric");
+    assert_eq!(error_of("add(1)"), "tool add: missing argument \"b\"");
+    assert_eq!(error_of("echo_int(1.5)"), "tool echo_int: argument \"x\" must be integer");
+    assert_eq!(error_of("echo_df(1:3)"), "tool echo_df: argument \"x\" must be data_frame");
+    assert_eq!(error_of("fail()"), "the host said no");
+    // Going around the stubs: the host is the boundary, not the R function. The raw
+    // bridge returns list(value, error) instead of raising.
+    let refused = |code: &str| {
+        let r = s.execute(&format!("{code}$error"), &quick()).unwrap();
+        r.value.as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(refused(r#".Call("rsandbox_tool_call", "system", "{}")"#), "unknown tool \"system\"");
+    assert_eq!(refused(r#".Call("rsandbox_tool_call", "add", '{"a":1,"b":2,"cmd":"id"}')"#), "tool add: unknown argument \"cmd\"");
+    assert!(refused(r#".Call("rsandbox_tool_call", "add", "not json")"#).starts_with("arguments are not JSON"));
+    let big = error_of("echo_chr(strrep('x', 2e6))");
+    assert!(big.contains("exceeds the limit of 1048576"), "{big}");
+    assert_eq!(s.execute("add(2, 3)", &quick()).unwrap().value, json!(5), "the session still works");
+}
+
+#[test]
+fn call_flood_hits_the_cap_then_the_session_resets_and_works() {
+    let s = engine().session(EvalOptions::default(), typed_tools()).unwrap();
+    s.execute("kept <- 1", &quick()).unwrap();
+    let r = s
+        .execute("n <- 0; for (i in 1:100000) n <- n + add(1, 0); n", &ExecuteOptions { max_tool_calls: 50, ..quick() })
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::Error);
+    assert_eq!(r.error.unwrap().message, "tool call limit of 50 per execute exceeded");
+    assert!(r.tool_call_limit_exceeded);
+    assert_eq!(r.reset_reason.as_deref(), Some("tool_call_limit"));
+    let next = s.execute("c(exists('kept'), add(1, 1))", &quick()).unwrap();
+    assert_eq!(next.value, json!([0, 2]), "fresh session (kept is gone), tools still work");
+}
+
+#[test]
+fn pool_serves_concurrently_and_reports_status() {
+    let pool = Arc::new(Pool::new(engine().clone(), 2, EvalOptions::default(), Duration::from_secs(30)).unwrap());
+    let status = pool.status();
+    assert_eq!((status.idle, status.busy, status.size), (2, 0, 2));
+    let handles: Vec<_> = (0..6)
+        .map(|i| {
+            let pool = pool.clone();
+            std::thread::spawn(move || pool.eval(&format!("Sys.sleep(0.2); {i} * 2"), None).unwrap())
+        })
+        .collect();
+    let values: Vec<Value> = handles.into_iter().map(|h| h.join().unwrap().value).collect();
+    assert_eq!(values, (0..6).map(|i| json!(i * 2)).collect::<Vec<_>>());
+    assert_eq!(pool.status().busy, 0);
+    let short = Pool::new(engine().clone(), 1, EvalOptions::default(), Duration::from_millis(200)).unwrap();
+    let short = Arc::new(short);
+    let s2 = short.clone();
+    let hog = std::thread::spawn(move || s2.eval("Sys.sleep(1.5)", None));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(matches!(short.eval("1", None), Err(EngineError::AcquireTimeout(_))));
+    hog.join().unwrap().unwrap();
+}
+
+#[test]
+fn audit_log_records_every_event() {
+    let dir = std::env::temp_dir().join(format!("rsandbox-audit-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("audit.jsonl");
+    let config = EngineConfig { audit_log: Some(path.clone()), ..EngineConfig::default() };
+    let e = Engine::start(config).unwrap();
+    {
+        let s = e.session(EvalOptions::default(), typed_tools()).unwrap();
+        s.execute("add(1, 2)", &quick()).unwrap();
+        s.execute("system('id')", &quick()).unwrap();
+        s.execute("Sys.sleep(5)", &ExecuteOptions { timeout: Duration::from_millis(300), ..quick() }).unwrap();
+    }
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    for want in ["session_start", "execute_start", "tool_call", "tool_result", "execute_complete", "violation", "limit", "session_reset", "session_close"] {
+        assert!(events.contains(&want), "missing {want} in {events:?}");
+    }
+    assert!(lines.iter().all(|l| l["ts"].as_str().is_some_and(|t| t.ends_with('Z')) && l["session"].is_string()));
+    let violation = lines.iter().find(|l| l["event"] == "violation").unwrap();
+    assert_eq!(violation["syscall"], "execve");
+    let reset = lines.iter().find(|l| l["event"] == "session_reset").unwrap();
+    assert_eq!(reset["reason"], "violation");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
