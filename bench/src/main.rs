@@ -37,6 +37,12 @@ fn parse_args() -> Cfg {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--probe" => {
+                let (zygote, _) = locate_binaries();
+                std::env::set_var("RSANDBOX_ZYGOTE", &zygote);
+                probe();
+                std::process::exit(0);
+            }
             "--out" => out = PathBuf::from(args.next().expect("--out DIR")),
             "-n" => n_override = Some(args.next().expect("-n N").parse().expect("-n N")),
             "-h" | "--help" => {
@@ -874,6 +880,49 @@ fn targets(report: &mut Report) {
         }
     }
     report.targets = t;
+}
+
+/// `--probe`: where a one-shot evaluation's time and an idle session's memory go.
+fn probe() {
+    let engine = start_engine(&[]);
+    let zpid = engine.info().pid;
+    let xo = ExecuteOptions::default();
+    for code in ["1+1", "1+1", "1+1", "1+1", "1+1"] {
+        let t = Instant::now();
+        let s = engine.session(eval_opts(), vec![]).unwrap();
+        let t_start = ms(t.elapsed());
+        let t = Instant::now();
+        let r1 = s.execute(code, &xo).unwrap();
+        let t_first = ms(t.elapsed());
+        let t = Instant::now();
+        s.execute(code, &xo).unwrap();
+        let t_second = ms(t.elapsed());
+        let pids = descendants(zpid);
+        let detail: Vec<String> = pids
+            .iter()
+            .map(|p| {
+                let f = PathBuf::from(format!("/proc/{p}/smaps_rollup"));
+                format!(
+                    "pid {p}: Rss {} Pss {} Private_Dirty {} AnonHuge {} kB",
+                    kb_field(&f, "Rss:").unwrap_or(0),
+                    kb_field(&f, "Pss:").unwrap_or(0),
+                    kb_field(&f, "Private_Dirty:").unwrap_or(0),
+                    kb_field(&f, "AnonHugePages:").unwrap_or(0)
+                )
+            })
+            .collect();
+        let t = Instant::now();
+        drop(s);
+        let t_drop = ms(t.elapsed());
+        println!(
+            "session start (fork+lockdown) {t_start:.2} ms | first execute {t_first:.2} ms (child-reported wall {} ms, cpu {} ms) | second execute {t_second:.2} ms | drop {t_drop:.2} ms | {}",
+            r1.usage.wall_ms,
+            r1.usage.cpu_ms,
+            detail.join("; ")
+        );
+    }
+    let f = PathBuf::from(format!("/proc/{zpid}/smaps_rollup"));
+    println!("zygote: Rss {} Pss {} AnonHuge {} kB", kb_field(&f, "Rss:").unwrap_or(0), kb_field(&f, "Pss:").unwrap_or(0), kb_field(&f, "AnonHugePages:").unwrap_or(0));
 }
 
 // ---------------------------------------------------------------- main

@@ -72,6 +72,14 @@ enum Command {
         #[command(flatten)]
         engine: EngineArgs,
     },
+    /// Report calls that deserve a reviewer's attention (advisory; nothing is run).
+    Lint {
+        /// The R file (`-` reads standard input).
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show which isolation layers this machine offers and which rsandbox applies.
     Check {
         /// Print JSON.
@@ -161,6 +169,7 @@ fn main() -> ExitCode {
         Command::Run { file, limits, engine, json } => evaluate(read_source(&file), &limits, &engine, json),
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
         Command::Serve { stdio: _, engine } => serve(&engine),
+        Command::Lint { file, json } => lint(read_source(&file), json),
         Command::Check { json } => check(json),
     };
     match result {
@@ -254,6 +263,19 @@ fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool)
         (Outcome::Ok | Outcome::Error, Some(code)) => code as u8,
         (outcome, _) => outcome.exit_code() as u8,
     })
+}
+
+fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
+    let findings = rsandbox::lint::lint(&code?);
+    if json {
+        println!("{}", serde_json::to_string(&findings)?);
+    } else {
+        for f in &findings {
+            let concern = serde_json::to_value(f.concern)?;
+            println!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
+        }
+    }
+    Ok(0)
 }
 
 fn serve(engine: &EngineArgs) -> anyhow::Result<u8> {

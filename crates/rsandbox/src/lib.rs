@@ -17,6 +17,7 @@ pub mod audit;
 pub mod channel;
 pub mod child;
 pub mod errors;
+pub mod lint;
 pub mod exec;
 pub mod options;
 pub mod pool;

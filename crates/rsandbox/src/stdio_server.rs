@@ -71,9 +71,11 @@ enum Request {
     SessionClose { id: Value, session: String },
     #[serde(rename = "tool_result")]
     ToolResult { call: String, value: Option<Value>, error: Option<String> },
+    #[serde(rename = "lint")]
+    Lint { id: Value, code: String },
 }
 
-const OPS: [&str; 5] = ["eval", "session.create", "session.execute", "session.close", "tool_result"];
+const OPS: [&str; 6] = ["eval", "session.create", "session.execute", "session.close", "tool_result", "lint"];
 
 struct Server {
     engine: Engine,
@@ -248,6 +250,7 @@ impl Server {
                 Some(_) => self.send(json!({"id": id, "closed": true})),
                 None => self.error(&id, "unknown_session", &format!("no session {session:?}")),
             },
+            Request::Lint { id, code } => self.send(json!({"id": id, "findings": crate::lint::lint(&code)})),
             Request::ToolResult { call, value, error } => {
                 let waiter = self.pending.lock().expect("pending").remove(&call);
                 match waiter {

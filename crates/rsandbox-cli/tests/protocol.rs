@@ -1,0 +1,181 @@
+//! The stdio protocol end to end: `rsandbox serve --stdio` driven like a client would,
+//! every line it writes validated against docs/protocol.schema.json.
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/protocol.schema.json");
+        let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Validate server output: point the root at $defs/output.
+        schema["$ref"] = json!("#/$defs/output");
+        jsonschema::validator_for(&schema).expect("the schema compiles")
+    })
+}
+
+fn request_validator() -> jsonschema::Validator {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/protocol.schema.json");
+    let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    schema["$ref"] = json!("#/$defs/request");
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
+            .args(["serve", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("rsandbox serve starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server { child, stdin, stdout }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, request: Value) {
+        assert!(request_validator().is_valid(&request), "test request does not match the schema: {request}");
+        self.send_raw(&request.to_string());
+    }
+
+    /// The next line, checked against the schema.
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        let errors: Vec<String> = validator().iter_errors(&value).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "output does not match the schema: {errors:?}\n{value}");
+        value
+    }
+
+    /// Responses until the one with this id (events and other responses collected).
+    fn recv_id(&mut self, id: i64) -> Value {
+        loop {
+            let v = self.recv();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+#[test]
+fn eval_session_tools_and_close() {
+    let mut s = Server::start();
+    s.send(json!({"id": 1, "op": "eval", "code": "1+1", "timeout": 5}));
+    let r = s.recv_id(1);
+    assert_eq!(r["result"]["outcome"], "ok");
+    assert_eq!(r["result"]["value"], 2);
+
+    s.send(json!({"id": 2, "op": "session.create", "tools": [
+        {"name": "add", "description": "adds", "args": {"a": "numeric", "b": "numeric"}}]}));
+    let sid = s.recv_id(2)["session"].as_str().unwrap().to_string();
+
+    s.send(json!({"id": 3, "op": "session.execute", "session": sid, "code": "x <- add(1, 2); x * 10", "timeout": 5, "max_tool_calls": 10}));
+    let event = s.recv();
+    assert_eq!(event["event"], "tool_call");
+    assert_eq!(event["tool"], "add");
+    assert_eq!(event["session"], sid.as_str());
+    assert_eq!(event["args"], json!({"a": 1, "b": 2}));
+    s.send(json!({"op": "tool_result", "call": event["call"], "value": 3}));
+    let r = s.recv_id(3);
+    assert_eq!(r["result"]["value"], 30);
+
+    s.send(json!({"id": 4, "op": "session.execute", "session": sid, "code": "add(5, 5)"}));
+    let event = s.recv();
+    s.send(json!({"op": "tool_result", "call": event["call"], "error": "host refused"}));
+    let r = s.recv_id(4);
+    assert_eq!(r["result"]["outcome"], "error");
+    assert_eq!(r["result"]["error"]["message"], "host refused");
+
+    s.send(json!({"id": 5, "op": "session.execute", "session": sid, "code": "x"}));
+    assert_eq!(s.recv_id(5)["result"]["value"], 3, "state persists across executes");
+    s.send(json!({"id": 6, "op": "session.close", "session": sid}));
+    assert_eq!(s.recv_id(6)["closed"], true);
+    s.send(json!({"id": 7, "op": "session.execute", "session": sid, "code": "x"}));
+    assert_eq!(s.recv_id(7)["error"]["code"], "unknown_session");
+}
+
+#[test]
+fn bad_input_gets_structured_errors_and_the_server_keeps_serving() {
+    let mut s = Server::start();
+    s.send_raw("this is not json");
+    let e = s.recv();
+    assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!("parse_error")));
+    s.send_raw(r#"{"id": 2, "op": "launch_missiles"}"#);
+    assert_eq!(s.recv()["error"]["code"], "unknown_op");
+    s.send_raw(r#"{"id": 3, "code": "1"}"#);
+    assert_eq!(s.recv()["error"]["code"], "invalid_request");
+    s.send_raw(r#"{"id": 4, "op": "eval"}"#);
+    assert_eq!(s.recv()["error"]["code"], "invalid_request");
+    s.send_raw(r#"{"id": 5, "op": "eval", "code": "1", "extra": true}"#);
+    assert_eq!(s.recv()["error"]["code"], "invalid_request");
+    s.send_raw(r#"{"id": 6, "op": "eval", "code": "   "}"#);
+    assert_eq!(s.recv()["error"]["code"], "bad_input");
+    s.send_raw(r#"{"id": 7, "op": "eval", "code": "1", "timeout": -3}"#);
+    assert_eq!(s.recv()["error"]["code"], "bad_input");
+    s.send_raw(r#"{"op": "tool_result", "call": "call-999", "value": 1}"#);
+    assert_eq!(s.recv()["error"]["code"], "unknown_call");
+    s.send_raw(r#"{"id": 8, "op": "session.create", "tools": [{"name": "if", "args": {}}]}"#);
+    assert_eq!(s.recv()["error"]["code"], "invalid_request");
+    let huge = format!(r#"{{"id": 9, "op": "eval", "code": "{}"}}"#, "x".repeat(5 << 20));
+    s.send_raw(&huge);
+    let e = s.recv();
+    assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!("line_too_long")));
+    s.send(json!({"id": 10, "op": "eval", "code": "'still serving'"}));
+    assert_eq!(s.recv_id(10)["result"]["value"], "still serving");
+    s.send(json!({"id": 11, "op": "lint", "code": "x <- 'system(1)'\nsystem('id')"}));
+    let f = s.recv_id(11);
+    assert_eq!(f["findings"], json!([{"line": 2, "column": 1, "concern": "system_call", "call": "system"}]));
+}
+
+#[test]
+fn sessions_run_concurrently_and_a_busy_session_says_so() {
+    let mut s = Server::start();
+    s.send(json!({"id": 1, "op": "session.create"}));
+    let a = s.recv_id(1)["session"].as_str().unwrap().to_string();
+    s.send(json!({"id": 2, "op": "session.create"}));
+    let b = s.recv_id(2)["session"].as_str().unwrap().to_string();
+    // Each execute reports when it started and ended (wall clock inside the sandbox).
+    let timed = "t0 <- as.numeric(Sys.time()); Sys.sleep(1); c(t0, as.numeric(Sys.time()))";
+    s.send(json!({"id": 3, "op": "session.execute", "session": a, "code": timed}));
+    s.send(json!({"id": 4, "op": "session.execute", "session": b, "code": timed}));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.send(json!({"id": 5, "op": "session.execute", "session": a, "code": "1"}));
+    let mut got = std::collections::HashMap::new();
+    while got.len() < 3 {
+        let v = s.recv();
+        got.insert(v["id"].as_i64().unwrap(), v);
+    }
+    assert_eq!(got[&5]["error"]["code"], "busy");
+    let span = |id: i64| {
+        let v = &got[&id]["result"]["value"];
+        (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+    };
+    let ((a0, a1), (b0, b1)) = (span(3), span(4));
+    assert!(a0 < b1 && b0 < a1, "the two executes did not overlap: a {a0}..{a1}, b {b0}..{b1}");
+}
