@@ -233,3 +233,46 @@ fn audit_log_records_every_event() {
     assert_eq!(reset["reason"], "violation");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Compile a tiny native library that writes raw bytes on the child's channel (fd 3),
+/// and return R code that writes it into the workspace, loads it and calls `mode`.
+fn raw_frame_code(mode: i32) -> String {
+    let dir = std::env::temp_dir().join(format!("rsandbox-raw-frames-{}-{mode}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("probe.c");
+    std::fs::write(
+        &src,
+        r#"#include <unistd.h>
+void rsb_raw(int *mode) {
+    if (*mode == 1) { write(3, "\0\0\0\x05hello", 9); }          /* a frame that is not JSON */
+    if (*mode == 2) { write(3, "\xff\xff\xff\xff", 4); }          /* a 4 GiB length prefix */
+    if (*mode == 3) { for (int i = 0; i < 100000; i++) write(3, "\0\0\0\x02{}", 6); } /* a flood */
+    sleep(5);
+}
+"#,
+    )
+    .unwrap();
+    let so = dir.join("probe.so");
+    let status = std::process::Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().expect("cc runs");
+    assert!(status.success());
+    let bytes = std::fs::read(&so).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "h <- '{hex}'; n <- nchar(h); writeBin(as.raw(strtoi(substring(h, seq(1, n, 2), seq(2, n, 2)), 16L)), 'probe.so'); \
+         dyn.load('probe.so'); .C('rsb_raw', {mode}L); 'unreachable'"
+    )
+}
+
+#[test]
+fn raw_frames_from_the_child_end_it_and_the_supervisor_keeps_serving() {
+    let s = engine().session(EvalOptions::default(), typed_tools()).unwrap();
+    for mode in [1, 2, 3] {
+        let r = s.execute(&raw_frame_code(mode), &quick()).unwrap();
+        assert_eq!(r.outcome, Outcome::Crashed, "mode {mode}: {:?}", r.error);
+        let message = r.error.unwrap().message;
+        assert!(message.starts_with("the sandbox broke protocol"), "mode {mode}: {message}");
+        assert!(r.reset, "mode {mode}");
+        assert_eq!(s.execute("add(1, 1)", &quick()).unwrap().value, json!(2), "mode {mode}: next call works");
+    }
+}
