@@ -46,7 +46,7 @@ fn parse_args() -> Cfg {
             "--out" => out = PathBuf::from(args.next().expect("--out DIR")),
             "-n" => n_override = Some(args.next().expect("-n N").parse().expect("-n N")),
             "-h" | "--help" => {
-                println!("rsandbox-bench [--quick] [--out DIR] [-n SAMPLES]\n  --quick  smoke run (< 1 minute)\n  --out    results directory (default bench/results)\n  -n       samples per system in latency scenarios (default 40; quick 6)");
+                println!("rsandbox-bench [--quick] [--out DIR] [-n SAMPLES]\n  --quick  smoke run (< 1 minute)\n  --out    results directory (default bench/results)\n  -n       samples per system in latency scenarios (default 40; quick 5)");
                 std::process::exit(0);
             }
             other => {
@@ -58,10 +58,10 @@ fn parse_args() -> Cfg {
     let log = std::env::temp_dir().join(format!("rsandbox-bench-{}.log", std::process::id()));
     Cfg {
         quick,
-        n: n_override.unwrap_or(if quick { 6 } else { 40 }),
+        n: n_override.unwrap_or(if quick { 5 } else { 40 }),
         rounds: if quick { 1 } else { 3 },
-        p3_secs: if quick { 0.5 } else { 2.0 },
-        p4_counts: if quick { vec![1, 10] } else { vec![1, 10, 50] },
+        p3_secs: if quick { 0.3 } else { 2.0 },
+        p4_counts: if quick { vec![1, 5] } else { vec![1, 10, 50] },
         out,
         log,
     }
@@ -887,16 +887,22 @@ fn probe() {
     let engine = start_engine(&[]);
     let zpid = engine.info().pid;
     let xo = ExecuteOptions::default();
-    for code in ["1+1", "1+1", "1+1", "1+1", "1+1"] {
+    // RSANDBOX_PROBE_FIRST / RSANDBOX_PROBE_SECOND: code for the first and second execute.
+    let first = std::env::var("RSANDBOX_PROBE_FIRST").unwrap_or_else(|_| "1+1".into());
+    let second = std::env::var("RSANDBOX_PROBE_SECOND").unwrap_or_else(|_| "1+1".into());
+    for _ in 0..5 {
         let t = Instant::now();
         let s = engine.session(eval_opts(), vec![]).unwrap();
         let t_start = ms(t.elapsed());
         let t = Instant::now();
-        let r1 = s.execute(code, &xo).unwrap();
+        let r1 = s.execute(&first, &xo).unwrap();
         let t_first = ms(t.elapsed());
         let t = Instant::now();
-        s.execute(code, &xo).unwrap();
+        let r2 = s.execute(&second, &xo).unwrap();
         let t_second = ms(t.elapsed());
+        if std::env::var_os("RSANDBOX_PROBE_FIRST").is_some() {
+            println!("  first: {} {} | second: {} {}", r1.value, r1.stderr.trim(), r2.value, r2.stderr.trim());
+        }
         let pids = descendants(zpid);
         let detail: Vec<String> = pids
             .iter()
@@ -921,6 +927,16 @@ fn probe() {
             detail.join("; ")
         );
     }
+    let s = engine.session(eval_opts(), vec![]).unwrap();
+    let times: Vec<String> = (0..12)
+        .map(|_| {
+            let t = Instant::now();
+            s.execute("1+1", &xo).unwrap();
+            format!("{:.1}", ms(t.elapsed()))
+        })
+        .collect();
+    println!("12 consecutive executes of 1+1 on one fresh session (ms): {}", times.join(" "));
+    drop(s);
     let f = PathBuf::from(format!("/proc/{zpid}/smaps_rollup"));
     println!("zygote: Rss {} Pss {} AnonHuge {} kB", kb_field(&f, "Rss:").unwrap_or(0), kb_field(&f, "Pss:").unwrap_or(0), kb_field(&f, "AnonHugePages:").unwrap_or(0));
 }

@@ -187,8 +187,9 @@ both!(
         let _g = shared();
         let (out, j) = eval_json(who, &["--cpu", "1"], "repeat {}");
         assert_outcome(&out, &j, "cpu_limit", 4);
-        // Measured CPU can come out a little under the limit (987 ms seen for 1 s).
-        assert!(j["usage"]["cpu_ms"].as_u64().unwrap() >= 900, "{out}");
+        // The CPU reported comes out under the limit that ended the loop (884 and 987 ms
+        // seen for 1 s); only check that the loop did burn CPU.
+        assert!(j["usage"]["cpu_ms"].as_u64().unwrap() >= 500, "{out}");
     }
 );
 
@@ -401,6 +402,18 @@ fn assert_rejected(who: Who, args: &[&str], problem: &str) {
     assert!(!out.stderr.contains("zygote"), "something was started:{out}");
     assert_eq!(out.stdout, "", "{out}");
 }
+
+both!(
+    /// The control for the tests below: valid input with no zygote is a setup failure
+    /// (exit 11) that names the zygote, so exit 2 there means nothing was started.
+    fn missing_zygote_is_a_setup_failure(who) {
+        let _g = shared();
+        let out = rsandbox_with(who, &["eval", "1"], &NO_ZYGOTE, None);
+        out.assert_code(11);
+        assert!(out.stderr.contains("failed to start the zygote"), "{out}");
+        assert_eq!(out.stdout, "", "{out}");
+    }
+);
 
 both!(
     fn empty_code_is_rejected(who) {

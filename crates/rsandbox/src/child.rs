@@ -292,7 +292,8 @@ impl SandboxChild {
         !self.dead && self.ctl.is_some()
     }
 
-    fn kill(&self) {
+    /// SIGKILL the child (its group dies with it, killed by the zygote on reaping).
+    pub fn kill(&self) {
         // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
         // info. ESRCH (already gone) is the only expected failure and needs no action.
         unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0) };

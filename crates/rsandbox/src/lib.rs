@@ -58,6 +58,7 @@ struct EngineInner {
     workspaces: WorkspaceRoot,
     audit: Option<AuditLog>,
     next_id: AtomicU64,
+    retired: Mutex<std::sync::mpsc::Sender<Prepared>>,
 }
 
 /// A child ready for requests, with the workspace it owns (dropped after the child).
@@ -78,7 +79,14 @@ impl Engine {
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let zygote = Zygote::start(&binary, &config.preload)?;
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
-        let inner = EngineInner { config, zygote: Mutex::new(Arc::new(zygote)), workspaces, audit, next_id: AtomicU64::new(1) };
+        let inner = EngineInner {
+            config,
+            zygote: Mutex::new(Arc::new(zygote)),
+            workspaces,
+            audit,
+            next_id: AtomicU64::new(1),
+            retired: Mutex::new(spawn_reaper()),
+        };
         Ok(Engine { inner: Arc::new(inner) })
     }
 
@@ -179,13 +187,34 @@ impl Engine {
         options.validate()?;
         let mut prepared = self.prepare(options, &[])?;
         let id = self.new_id("eval");
-        self.run(&mut prepared, &id, code, options, &[], 0)
+        let result = self.run(&mut prepared, &id, code, options, &[], 0);
+        self.retire(prepared);
+        result
+    }
+
+    /// Kill a child now; wait for its exit and remove its workspace off the caller's
+    /// path (a forked R takes milliseconds to tear down).
+    pub(crate) fn retire(&self, prepared: Prepared) {
+        prepared.child.kill();
+        // If the reaper is gone (engine shutting down), dropping here does the same work.
+        if let Err(back) = self.inner.retired.lock().expect("reaper").send(prepared) {
+            drop(back.0);
+        }
     }
 
     /// A persistent session with these limits and host tools.
     pub fn session(&self, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
         Session::start(self.clone(), options, tools)
     }
+}
+
+fn spawn_reaper() -> std::sync::mpsc::Sender<Prepared> {
+    let (tx, rx) = std::sync::mpsc::channel::<Prepared>();
+    std::thread::Builder::new()
+        .name("rsandbox-reaper".into())
+        .spawn(move || rx.into_iter().for_each(drop))
+        .expect("failed to start the reaper thread");
+    tx
 }
 
 /// R package names: letters, digits and dots, starting with a letter.

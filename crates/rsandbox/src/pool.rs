@@ -65,10 +65,15 @@ impl Pool {
         let mut prepared = self.acquire()?;
         let options = EvalOptions { timeout: timeout.unwrap_or(self.options.timeout), ..self.options.clone() };
         let id = self.engine.new_id("pool");
-        let result = match prepared.take() {
-            Some(mut p) => self.engine.run(&mut p, &id, code, &options, &[], 0),
-            None => self.engine.prepare(&self.options, &[]).and_then(|mut p| self.engine.run(&mut p, &id, code, &options, &[], 0)),
+        let prepared = match prepared.take() {
+            Some(p) => Ok(p),
+            None => self.engine.prepare(&self.options, &[]),
         };
+        let result = prepared.and_then(|mut p| {
+            let result = self.engine.run(&mut p, &id, code, &options, &[], 0);
+            self.engine.retire(p);
+            result
+        });
         self.release();
         result
     }

@@ -86,7 +86,9 @@ impl Session {
         if let Some(reason) = reason {
             self.engine.audit("session_reset", &self.id, json!({"reason": reason}));
             // The old child and workspace go; a fresh one is ready for the next call.
-            *slot = None;
+            if let Some(old) = slot.take() {
+                self.engine.retire(old);
+            }
             *slot = self.engine.prepare(&self.options, &self.tools).ok();
             result.reset = true;
             result.reset_reason = Some(reason);

@@ -100,12 +100,29 @@ rsandbox_prepare_zygote <- function(preload = character()) {
   options(device = .rsb_png_device)
 
   .rsb_warm_graphics()
+  .rsb_warm_evaluation()
 
   # Preloading may have drawn random numbers; children must not share a seed.
   .rsb_drop_seed()
   .rsb_state$devices <- 0L
   gc()
   invisible(NULL)
+}
+
+# Run the evaluation path once, so every lazily loaded function it touches
+# (and the memory it settles into) is loaded in the zygote and shared by all
+# children, instead of being loaded again in each child (measured: ~90 ms of
+# CPU over a child's first two evaluations without this). Output goes to the
+# zygote's stdout (/dev/null); what it leaves in globalenv is removed.
+.rsb_warm_evaluation <- function() {
+  dir <- tempfile("rsandbox-warm-")
+  dir.create(dir)
+  on.exit(unlink(dir, recursive = TRUE), add = TRUE)
+  for (code in c("1 + 1", "x <- list(a = 1, b = 'c'); x", "invisible(data.frame(x = 1:2))",
+                 "message('m'); warning('w'); 1", "stop('e')", "f <- function(")) {
+    rsandbox_eval(code, dir)
+  }
+  rm(list = ls(globalenv(), all.names = TRUE), envir = globalenv())
 }
 
 # Used as options(device): every plot that does not open its own device goes
