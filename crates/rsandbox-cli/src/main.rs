@@ -189,7 +189,7 @@ fn read_source(file: &PathBuf) -> anyhow::Result<String> {
         std::io::stdin().read_to_end(&mut bytes).context("failed to read standard input")?;
     } else {
         bytes = std::fs::read(file)
-            .map_err(|e| rsandbox::InputError::BadLimit { what: "file".into(), value: format!("{}: {e}", file.display()) })?;
+            .map_err(|e| rsandbox::InputError::File { path: file.display().to_string(), reason: e.to_string() })?;
     }
     String::from_utf8(bytes).map_err(|_| rsandbox::InputError::NotUtf8.into())
 }

@@ -21,6 +21,14 @@ pub enum InputError {
     /// Code with a NUL byte (R strings cannot hold one).
     #[error("code contains a NUL byte")]
     NulInCode,
+    /// A source file that cannot be read.
+    #[error("cannot read {path}: {reason}")]
+    File {
+        /// The path given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// Code that is not UTF-8.
     #[error("code is not valid UTF-8")]
     NotUtf8,

@@ -32,7 +32,7 @@ pub mod zygote;
 
 pub use errors::{EngineError, InputError};
 pub use options::{parse_size, EngineConfig, EvalOptions};
-pub use pool::{Pool, PoolStatus};
+pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome};
 pub use session::{ExecuteOptions, Session};
 pub use tools::{ArgType, Tool, ToolSpec};

@@ -1,7 +1,9 @@
 //! A pool of pre-forked, locked-down children served concurrently: a request takes a
 //! child that is already waiting, so it does not wait for a fork; a background thread
-//! forks replacements. Each child serves one evaluation, so every use starts from a
-//! clean R (the reset between uses is the fork itself).
+//! forks replacements. [`Pool::eval`] uses a child for one evaluation (every use starts
+//! from a clean R); [`Pool::session`] lends one for several executes with state kept,
+//! and on return either resets it (a fresh child next time) or keeps it for the next
+//! borrower, as configured.
 
 use crate::errors::EngineError;
 use crate::options::EvalOptions;
@@ -41,6 +43,14 @@ pub struct Pool {
     size: usize,
     acquire_timeout: Duration,
     shared: Shared,
+    reset_between_uses: bool,
+}
+
+/// A pooled child lent out for several executes; returned to the pool on drop.
+pub struct PooledSession<'p> {
+    pool: &'p Pool,
+    prepared: Option<Prepared>,
+    id: String,
 }
 
 impl Pool {
@@ -56,7 +66,29 @@ impl Pool {
             shared.0.lock().expect("pool").idle.push(prepared);
         }
         spawn_replenisher(engine.clone(), options.clone(), size, shared.clone());
-        Ok(Pool { engine, options, size, acquire_timeout, shared })
+        Ok(Pool { engine, options, size, acquire_timeout, shared, reset_between_uses: true })
+    }
+
+    /// Whether a session returned to the pool is reset (default) or handed, state and
+    /// all, to the next borrower.
+    pub fn reset_between_uses(mut self, reset: bool) -> Pool {
+        self.reset_between_uses = reset;
+        self
+    }
+
+    /// Borrow a child for several executes (state kept between them).
+    pub fn session(&self) -> Result<PooledSession<'_>, EngineError> {
+        let prepared = match self.acquire()? {
+            Some(p) => p,
+            None => match self.engine.prepare(&self.options, &[]) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.release();
+                    return Err(e);
+                }
+            },
+        };
+        Ok(PooledSession { pool: self, prepared: Some(prepared), id: self.engine.new_id("pooled") })
     }
 
     /// Evaluate in a fresh child; waits up to the acquire timeout for a free slot.
@@ -112,6 +144,43 @@ impl Pool {
     pub fn status(&self) -> PoolStatus {
         let state = self.shared.0.lock().expect("pool");
         PoolStatus { idle: state.idle.len(), busy: state.busy, dead: state.dead, size: self.size }
+    }
+}
+
+impl PooledSession<'_> {
+    /// Run code; a child that died (timeout, limit, crash) is replaced and the result
+    /// says `reset`.
+    pub fn execute(&mut self, code: &str, timeout: Option<Duration>) -> Result<EvalResult, EngineError> {
+        let pool = self.pool;
+        if self.prepared.is_none() {
+            self.prepared = Some(pool.engine.prepare(&pool.options, &[])?);
+        }
+        let options = EvalOptions { timeout: timeout.unwrap_or(pool.options.timeout), ..pool.options.clone() };
+        let prepared = self.prepared.as_mut().expect("just filled");
+        let mut result = pool.engine.run(prepared, &self.id, code, &options, &[], 0)?;
+        if !prepared.child.is_alive() {
+            if let Some(dead) = self.prepared.take() {
+                pool.engine.retire(dead);
+            }
+            result.reset = true;
+            result.reset_reason = Some(result.outcome.name());
+        }
+        Ok(result)
+    }
+}
+
+impl Drop for PooledSession<'_> {
+    fn drop(&mut self) {
+        if let Some(prepared) = self.prepared.take() {
+            if self.pool.reset_between_uses || !prepared.child.is_alive() {
+                self.pool.engine.retire(prepared);
+            } else {
+                let (lock, cond) = &*self.pool.shared;
+                lock.lock().expect("pool").idle.push(prepared);
+                cond.notify_all();
+            }
+        }
+        self.pool.release();
     }
 }
 

@@ -276,3 +276,24 @@ fn raw_frames_from_the_child_end_it_and_the_supervisor_keeps_serving() {
         assert_eq!(s.execute("add(1, 1)", &quick()).unwrap().value, json!(2), "mode {mode}: next call works");
     }
 }
+
+#[test]
+fn pooled_sessions_keep_state_and_reset_between_uses_when_asked() {
+    let resetting = Pool::new(engine().clone(), 1, EvalOptions::default(), Duration::from_secs(30)).unwrap();
+    {
+        let mut s = resetting.session().unwrap();
+        s.execute("secret <- 42", None).unwrap();
+        assert_eq!(s.execute("secret", None).unwrap().value, json!(42), "state kept within one borrow");
+    }
+    let mut s = resetting.session().unwrap();
+    assert_eq!(s.execute("exists('secret')", None).unwrap().value, json!(false), "the next borrower starts clean");
+    drop(s);
+
+    let keeping = Pool::new(engine().clone(), 1, EvalOptions::default(), Duration::from_secs(30)).unwrap().reset_between_uses(false);
+    keeping.session().unwrap().execute("kept <- 'yes'", None).unwrap();
+    let mut s = keeping.session().unwrap();
+    assert_eq!(s.execute("kept", None).unwrap().value, json!("yes"));
+    let r = s.execute("Sys.sleep(5)", Some(Duration::from_millis(300))).unwrap();
+    assert_eq!((r.outcome, r.reset), (Outcome::Timeout, true));
+    assert_eq!(s.execute("exists('kept')", None).unwrap().value, json!(false), "replaced after the timeout");
+}

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-/// The unprivileged account the `_as_user` variants run as.
+/// The unprivileged account the `::as_user` variants run as.
 pub const TEST_USER: &str = "rsandbox-test";
 /// Its home directory.
 pub const TEST_HOME: &str = "/home/rsandbox-test";
