@@ -5,7 +5,8 @@
 //! step a named function with its own error type:
 //!
 //! 1. [`process`]: own process group, SIGKILL on parent death, inherited fds closed.
-//! 2. [`namespaces`]: user (when not root), net, ipc, uts.
+//! 2. [`namespaces`]: user (when not root), net, ipc, uts; then [`mounts`]: a private
+//!    size-limited tmpfs over the workspace (the disk quota), when asked.
 //! 3. [`privileges`]: root drops to an unprivileged uid/gid; securebits locked;
 //!    capabilities and bounding set emptied; `no_new_privs`; then non-dumpable (only
 //!    now: earlier it would lock the user namespace's id maps).
@@ -31,6 +32,7 @@
 
 pub mod command;
 pub mod errors;
+pub mod mounts;
 pub mod namespaces;
 pub mod policy;
 pub mod privileges;
@@ -42,7 +44,7 @@ pub mod seccomp;
 mod sys;
 
 pub use errors::LockdownError;
-pub use policy::{Identity, Limits, Policy};
+pub use policy::{Identity, Limits, Policy, WorkspaceQuota};
 pub use probe::{probe, Probe};
 pub use ruleset::LandlockEnforcement;
 pub use seccomp::{SeccompFilters, SeccompProfile};
@@ -54,6 +56,9 @@ use serde::{Deserialize, Serialize};
 pub struct Applied {
     /// Namespaces created.
     pub namespaces: Vec<String>,
+    /// Size of the private tmpfs workspace, when one was mounted.
+    #[serde(default)]
+    pub workspace_quota: Option<u64>,
     /// Identity switched to (when started as root).
     pub identity: Option<Identity>,
     /// Landlock enforcement.
@@ -86,6 +91,24 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         Vec::new()
     };
     let identity = if as_root { policy.run_as } else { None };
+    let workspace_quota = match &policy.workspace_quota {
+        // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
+        Some(quota) if as_root || namespaces.contains(&"user") => {
+            let (uids, gids) = sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
+            let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
+            mounts::mount_workspace_tmpfs(quota, owner)?;
+            Some(quota.bytes)
+        }
+        Some(_) if policy.best_effort => None,
+        Some(_) => {
+            return Err(errors::NamespaceError::Unshare {
+                what: "mount (workspace quota)".into(),
+                source: std::io::Error::from_raw_os_error(libc::EPERM),
+            }
+            .into())
+        }
+        None => None,
+    };
     privileges::drop_privileges(identity)?;
     process::make_non_dumpable()?;
     let landlock = ruleset::restrict_filesystem_and_network(policy)?;
@@ -96,5 +119,5 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         filters.install(policy.violation_fd)?;
         true
     };
-    Ok(Applied { namespaces: namespaces.into_iter().map(String::from).collect(), identity, landlock, seccomp })
+    Ok(Applied { namespaces: namespaces.into_iter().map(String::from).collect(), workspace_quota, identity, landlock, seccomp })
 }

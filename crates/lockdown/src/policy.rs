@@ -19,6 +19,16 @@ pub struct Identity {
     pub gid: u32,
 }
 
+/// A disk quota: a private tmpfs of `bytes` mounted over `path` (the workspace).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceQuota {
+    /// The workspace (must also be a read-write path).
+    pub path: PathBuf,
+    /// Size of the tmpfs.
+    pub bytes: u64,
+}
+
 /// Resource limits; `None` leaves the inherited limit in place.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -59,6 +69,8 @@ pub struct Policy {
     pub run_as: Option<Identity>,
     /// Create user (when not root), network, IPC and UTS namespaces when the kernel allows.
     pub namespaces: bool,
+    /// Put the workspace on a private tmpfs of this size (needs namespaces).
+    pub workspace_quota: Option<WorkspaceQuota>,
     /// Run with whatever layers the kernel offers instead of refusing.
     pub best_effort: bool,
     /// fds below this number survive; every other inherited fd is closed.
@@ -79,6 +91,7 @@ impl Default for Policy {
             limits: Limits::default(),
             run_as: None,
             namespaces: true,
+            workspace_quota: None,
             best_effort: false,
             keep_fds_below: 3,
             violation_fd: None,
@@ -114,6 +127,15 @@ impl Policy {
         ] {
             if value == Some(0) {
                 return Err(PolicyError::ZeroLimit { name });
+            }
+        }
+        if let Some(quota) = &self.workspace_quota {
+            check_path(&quota.path)?;
+            if quota.bytes == 0 {
+                return Err(PolicyError::ZeroLimit { name: "workspace_quota" });
+            }
+            if !self.read_write.contains(&quota.path) {
+                return Err(PolicyError::MissingWritablePath { path: quota.path.clone() });
             }
         }
         if let Some(fd) = self.violation_fd {

@@ -147,6 +147,24 @@ pub fn unshare(flags: libc::c_int) -> io::Result<()> {
     check_int(unsafe { libc::unshare(flags) })
 }
 
+/// `mount(NULL or source, target, NULL, flags, NULL)` for propagation changes.
+pub fn mount(source: Option<&str>, target: &str, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) -> io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::other("NUL in mount argument"));
+    let (source, target) = (source.map(c).transpose()?, c(target)?);
+    let (fstype, data) = (fstype.map(c).transpose()?, data.map(c).transpose()?);
+    let ptr = |o: &Option<std::ffi::CString>| o.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: every pointer is null or a valid NUL-terminated string alive for the call.
+    check_int(unsafe { libc::mount(ptr(&source), target.as_ptr(), ptr(&fstype), flags, ptr(&data).cast()) })
+}
+
+/// `mount("tmpfs", target, fstype, flags, options)`.
+pub fn mount_at(target: &std::ffi::CStr, fstype: &str, flags: libc::c_ulong, options: &str) -> io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::other("NUL in mount argument"));
+    let (source, fstype, options) = (c("rsandbox")?, c(fstype)?, c(options)?);
+    // SAFETY: all pointers are valid NUL-terminated strings alive for the call.
+    check_int(unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), flags, options.as_ptr().cast()) })
+}
+
 /// `close_range(first, ~0, 0)`: close every fd from `first` up.
 pub fn close_fds_from(first: RawFd) -> io::Result<()> {
     // SAFETY: integer-only system call; closing fds we no longer use is the point.

@@ -1027,6 +1027,7 @@ fn seccomp_reports_violations_to_a_supervisor(caller: Caller) {
 // The whole lockdown, as root and as an ordinary user.
 both_callers!(
     apply_full_policy,
+    apply_workspace_quota,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
 );
@@ -1047,6 +1048,7 @@ fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
         },
         run_as: caller.run_as(),
         namespaces: true,
+        workspace_quota: None,
         best_effort: false,
         keep_fds_below: 3,
         violation_fd: None,
@@ -1056,6 +1058,7 @@ fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
 fn expected_applied(caller: Caller) -> Applied {
     Applied {
         namespaces: caller.namespaces().into_iter().map(String::from).collect(),
+        workspace_quota: None,
         identity: caller.run_as(),
         landlock: LandlockEnforcement::Full,
         seccomp: true,
@@ -1098,6 +1101,26 @@ fn apply_full_policy(caller: Caller) {
     });
     assert_eq!(outcome, Outcome::Passed);
     assert_eq!(fs::read_to_string(ws.root.join("out")).unwrap(), "written");
+}
+
+/// The quota: a private tmpfs over the workspace. Writes past its size fail with ENOSPC,
+/// the files live only in the sandbox's mount namespace, and the host dir stays empty.
+fn apply_workspace_quota(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let mut policy = realistic_policy(caller, &ws);
+    policy.workspace_quota = Some(lockdown::WorkspaceQuota { path: ws.root.clone(), bytes: 4 * MIB });
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let root = ws.root.clone();
+    let outcome = run(caller, move || {
+        let applied = apply(&policy, &filters, parent)?;
+        check_eq("workspace_quota", applied.workspace_quota, Some(4 * MIB))?;
+        check_eq("cwd", io_ok("getcwd", std::env::current_dir())?, root.clone())?;
+        io_ok("write 1 MiB", fs::write(root.join("small"), vec![0u8; MIB as usize]))?;
+        expect_io_errno("write 8 MiB", fs::write(root.join("big"), vec![0u8; 8 * MIB as usize]), libc::ENOSPC)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+    assert!(!ws.root.join("small").exists(), "the sandbox's files never reach the host directory");
 }
 
 /// Without a report socket a violation after `apply` kills with SIGSYS.

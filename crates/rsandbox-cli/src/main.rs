@@ -102,6 +102,9 @@ struct LimitArgs {
     /// Largest file the code may write (e.g. 10M).
     #[arg(long)]
     fsize: Option<String>,
+    /// Disk quota: the workspace is a private tmpfs of this size (e.g. 100M).
+    #[arg(long)]
+    disk: Option<String>,
     /// Processes the sandbox may run at once.
     #[arg(long)]
     nproc: Option<u64>,
@@ -143,6 +146,7 @@ impl LimitArgs {
             cpu_seconds: self.cpu,
             memory: size(&self.memory, defaults.memory)?,
             file_size: size(&self.fsize, defaults.file_size)?,
+            disk: size(&self.disk, defaults.disk)?,
             processes: self.nproc.or(defaults.processes),
             open_files: self.nofile.or(defaults.open_files),
             max_output: size(&self.max_output, Some(defaults.max_output))?.unwrap_or(defaults.max_output),

@@ -248,6 +248,7 @@ impl SandboxChild {
             violations: ViolationWatch { channel: Some(viol_ours), listener: None, syscall: None },
             layers: lockdown::Applied {
                 namespaces: Vec::new(),
+                workspace_quota: None,
                 identity: None,
                 landlock: lockdown::LandlockEnforcement::None,
                 seccomp: false,

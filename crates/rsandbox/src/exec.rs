@@ -8,7 +8,7 @@ use crate::r_policy::SYSTEM_READ_ONLY;
 use crate::result::{ExitStatus, Outcome, Usage};
 use crate::workspace::WorkspaceRoot;
 use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
-use lockdown::{Limits, Policy};
+use lockdown::{Limits, Policy, WorkspaceQuota};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -107,6 +107,7 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
         },
         run_as: workspace.identity(),
         namespaces: config.namespaces,
+        workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
         best_effort: config.best_effort,
         keep_fds_below: 3,
         violation_fd: None,

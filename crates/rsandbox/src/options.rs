@@ -52,6 +52,8 @@ pub struct EvalOptions {
     pub memory: Option<u64>,
     /// Largest file it may write.
     pub file_size: Option<u64>,
+    /// Disk quota: the workspace is a private tmpfs of this size (needs namespaces).
+    pub disk: Option<u64>,
     /// Processes it may run at once (itself included).
     pub processes: Option<u64>,
     /// Open files.
@@ -67,6 +69,7 @@ impl Default for EvalOptions {
             cpu_seconds: None,
             memory: Some(2 << 30),
             file_size: Some(256 << 20),
+            disk: Some(512 << 20),
             processes: Some(64),
             open_files: Some(256),
             max_output: 16 << 20,
@@ -119,6 +122,7 @@ impl EvalOptions {
             ("cpu", self.cpu_seconds),
             ("memory", self.memory),
             ("fsize", self.file_size),
+            ("disk", self.disk),
             ("nproc", self.processes),
             ("nofile", self.open_files),
             ("max-output", Some(self.max_output)),

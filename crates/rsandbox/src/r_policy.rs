@@ -4,7 +4,7 @@ use crate::options::{EngineConfig, EvalOptions};
 use crate::workspace::Workspace;
 use crate::zygote::ZygoteInfo;
 use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
-use lockdown::{Limits, Policy};
+use lockdown::{Limits, Policy, WorkspaceQuota};
 use std::path::PathBuf;
 
 /// System trees R and its shared libraries are loaded from. No home directory, no
@@ -45,6 +45,7 @@ pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOp
         },
         run_as: workspace.identity(),
         namespaces: config.namespaces,
+        workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
         best_effort: config.best_effort,
         keep_fds_below: 5,
         violation_fd: Some(4),
