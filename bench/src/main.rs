@@ -943,6 +943,30 @@ fn probe() {
 
 // ---------------------------------------------------------------- main
 
+/// Copy the zygote and CLI to a private directory so that a rebuild of the workspace
+/// during the run (another build writing target/release) cannot swap binaries
+/// between scenarios. Returns the copies.
+fn snapshot(zygote: &Path, cli: &Path) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("rsandbox-bench-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("snapshot directory");
+    let copy = |p: &Path, name: &str| {
+        let to = dir.join(name);
+        std::fs::copy(p, &to).unwrap_or_else(|e| panic!("copy {}: {e}", p.display()));
+        to
+    };
+    (copy(zygote, "rsandbox-zygote"), copy(cli, "rsandbox"))
+}
+
+fn describe_binary(p: &Path) -> Value {
+    let m = std::fs::metadata(p).ok();
+    let mtime = m
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs());
+    json!({"size": m.map(|m| m.len()), "built_unix": mtime})
+}
+
 fn locate_binaries() -> (PathBuf, PathBuf) {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().unwrap().to_path_buf();
@@ -963,6 +987,12 @@ fn main() {
     let cfg = parse_args();
     let t0 = Instant::now();
     let (zygote, cli) = locate_binaries();
+    let originals = json!({
+        "zygote": describe_binary(&zygote),
+        "cli": describe_binary(&cli),
+        "bench": describe_binary(&std::env::current_exe().unwrap()),
+    });
+    let (zygote, cli) = snapshot(&zygote, &cli);
     // Single-threaded here: setting the variable is sound.
     std::env::set_var("RSANDBOX_ZYGOTE", &zygote);
     println!("rsandbox-bench ({}): zygote {}, cli {}", if cfg.quick { "quick" } else { "full" }, zygote.display(), cli.display());
@@ -1032,6 +1062,10 @@ fn main() {
         "duration_s": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         "samples_per_latency_system": cfg.n,
         "peers": peer_status,
+        "binaries": originals,
     });
     write_results(&cfg, &report, &meta);
+    if let Some(dir) = zygote.parent() {
+        std::fs::remove_dir_all(dir).ok();
+    }
 }

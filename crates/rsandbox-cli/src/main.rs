@@ -91,7 +91,7 @@ enum Command {
 #[derive(Args, Clone)]
 struct LimitArgs {
     /// Wall-clock limit in seconds (fractions allowed).
-    #[arg(long, default_value = "30")]
+    #[arg(long, default_value = "30", allow_hyphen_values = true)]
     timeout: String,
     /// CPU-time limit in seconds.
     #[arg(long)]
@@ -135,21 +135,24 @@ struct EngineArgs {
 impl LimitArgs {
     fn options(&self) -> Result<EvalOptions, rsandbox::InputError> {
         let bad = |what: &str, value: &str| rsandbox::InputError::BadLimit { what: what.into(), value: value.into() };
-        let secs: f64 = self.timeout.parse().map_err(|_| bad("timeout", &self.timeout))?;
+        let secs: f64 = self.timeout.parse().map_err(|_| bad("--timeout (seconds)", &self.timeout))?;
         if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-            return Err(bad("timeout", &self.timeout));
+            return Err(bad("--timeout (seconds, above 0, at most 86400)", &self.timeout));
         }
         let defaults = EvalOptions::default();
-        let size = |v: &Option<String>, d: Option<u64>| v.as_deref().map(parse_size).transpose().map(|s| s.or(d));
+        let size = |flag: &str, v: &Option<String>, d: Option<u64>| match v.as_deref() {
+            None => Ok(d),
+            Some(text) => parse_size(text).map(Some).map_err(|_| bad(&format!("{flag} (a size such as 512M)"), text)),
+        };
         Ok(EvalOptions {
             timeout: Duration::from_secs_f64(secs),
             cpu_seconds: self.cpu,
-            memory: size(&self.memory, defaults.memory)?,
-            file_size: size(&self.fsize, defaults.file_size)?,
-            disk: size(&self.disk, defaults.disk)?,
+            memory: size("--memory", &self.memory, defaults.memory)?,
+            file_size: size("--fsize", &self.fsize, defaults.file_size)?,
+            disk: size("--disk", &self.disk, defaults.disk)?,
             processes: self.nproc.or(defaults.processes),
             open_files: self.nofile.or(defaults.open_files),
-            max_output: size(&self.max_output, Some(defaults.max_output))?.unwrap_or(defaults.max_output),
+            max_output: size("--max-output", &self.max_output, Some(defaults.max_output))?.unwrap_or(defaults.max_output),
         })
     }
 }

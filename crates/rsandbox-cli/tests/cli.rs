@@ -458,12 +458,11 @@ both!(
 both!(
     fn nonsense_limits_are_rejected(who) {
         let _g = shared();
-        assert_rejected(who, &["eval", "--memory", "12Q", "1"], "12Q");
-        // clap takes "-1" for an option and refuses it (its usage errors also exit 2).
-        assert_rejected(who, &["eval", "--timeout", "-1", "1"], "-1");
-        assert_rejected(who, &["eval", "--timeout=-1", "1"], "invalid timeout: -1");
-        assert_rejected(who, &["eval", "--timeout", "abc", "1"], "invalid timeout: abc");
-        assert_rejected(who, &["eval", "--timeout", "0", "1"], "invalid timeout: 0");
+        assert_rejected(who, &["eval", "--memory", "12Q", "1"], "invalid --memory (a size such as 512M): 12Q");
+        assert_rejected(who, &["eval", "--timeout", "-1", "1"], "invalid --timeout (seconds, above 0, at most 86400): -1");
+        assert_rejected(who, &["eval", "--timeout=-1", "1"], "invalid --timeout (seconds, above 0, at most 86400): -1");
+        assert_rejected(who, &["eval", "--timeout", "abc", "1"], "invalid --timeout (seconds): abc");
+        assert_rejected(who, &["eval", "--timeout", "0", "1"], "invalid --timeout (seconds, above 0, at most 86400): 0");
         assert_rejected(who, &["eval", "--nofile", "8", "1"], "nofile");
         assert_rejected(who, &["exec", "--memory", "12Q", "--", "/bin/true"], "12Q");
     }

@@ -145,7 +145,9 @@ pub struct EvalResult {
     pub plots: Vec<Plot>,
     /// Resource use.
     pub usage: Usage,
-    /// How the child process ended.
+    /// How the child process ended, when it ended before the result was complete
+    /// (a signal, a crash, `_exit`). Both fields are null when R finished normally: the
+    /// process is then retired (killed) after the result is taken.
     pub exit: ExitStatus,
     /// The layers the child applied (absent when it never got that far).
     pub layers: Option<lockdown::Applied>,

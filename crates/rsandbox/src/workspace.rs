@@ -3,16 +3,18 @@
 //! Each sandbox gets a fresh directory, mode 0700. When the supervisor runs as root,
 //! each live sandbox also gets its own uid/gid from a range nothing else uses, so
 //! `RLIMIT_NPROC` counts that sandbox's processes only and sandboxes cannot signal or
-//! read one another even without Landlock. Directories are removed when the guard drops.
+//! read one another even without Landlock. A uid is held with an exclusive `flock` on
+//! `/run/rsandbox-uids/<uid>` for the sandbox's life, so separate engines (every CLI
+//! call is one) never share one. Directories are removed when the guard drops.
 
 use crate::errors::EngineError;
 use lockdown::Identity;
-use std::collections::BTreeSet;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Number of uids in the range; at most this many sandboxes can be alive at once as root.
 const UID_RANGE: u32 = 65_536;
@@ -23,7 +25,6 @@ pub struct WorkspaceRoot {
     dir: PathBuf,
     as_root: bool,
     uid_base: u32,
-    uids_in_use: Arc<Mutex<BTreeSet<u32>>>,
     next: Mutex<u64>,
 }
 
@@ -32,7 +33,8 @@ pub struct WorkspaceRoot {
 pub struct Workspace {
     path: PathBuf,
     identity: Option<Identity>,
-    uids_in_use: Arc<Mutex<BTreeSet<u32>>>,
+    /// Holds the uid's lock; closing it (on drop, after the directory is gone) frees the uid.
+    _uid_lock: Option<fs::File>,
 }
 
 impl WorkspaceRoot {
@@ -51,7 +53,6 @@ impl WorkspaceRoot {
             // SAFETY: geteuid cannot fail.
             as_root: unsafe { libc::geteuid() } == 0,
             uid_base,
-            uids_in_use: Arc::new(Mutex::new(BTreeSet::new())),
             next: Mutex::new(0),
         })
     }
@@ -70,20 +71,41 @@ impl WorkspaceRoot {
         };
         let path = self.dir.join(format!("ws-{n}"));
         fs::DirBuilder::new().mode(0o700).create(&path).map_err(EngineError::io(format!("create {}", path.display())))?;
-        let identity = if self.as_root { Some(self.allocate_identity(n)?) } else { None };
+        let (identity, uid_lock) = match self.as_root {
+            true => {
+                let (id, lock) = self.allocate_identity()?;
+                (Some(id), Some(lock))
+            }
+            false => (None, None),
+        };
+        let workspace = Workspace { path, identity, _uid_lock: uid_lock };
         if let Some(id) = identity {
-            std::os::unix::fs::chown(&path, Some(id.uid), Some(id.gid))
-                .map_err(EngineError::io(format!("chown {}", path.display())))?;
+            std::os::unix::fs::chown(&workspace.path, Some(id.uid), Some(id.gid))
+                .map_err(EngineError::io(format!("chown {}", workspace.path.display())))?;
         }
-        Ok(Workspace { path, identity, uids_in_use: self.uids_in_use.clone() })
+        Ok(workspace)
     }
 
-    fn allocate_identity(&self, hint: u64) -> Result<Identity, EngineError> {
-        let mut in_use = self.uids_in_use.lock().expect("uid set");
+    /// A uid no other live sandbox on this host holds, and its lock.
+    fn allocate_identity(&self) -> Result<(Identity, fs::File), EngineError> {
+        let dir = uid_lock_dir()?;
+        let mut random = [0u8; 4];
+        getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
+        let start = u32::from_ne_bytes(random);
         for i in 0..UID_RANGE {
-            let uid = self.uid_base + ((hint as u32).wrapping_add(i) % UID_RANGE);
-            if in_use.insert(uid) {
-                return Ok(Identity { uid, gid: uid });
+            let uid = self.uid_base + start.wrapping_add(i) % UID_RANGE;
+            let path = dir.join(uid.to_string());
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)
+                .map_err(EngineError::io(format!("open {}", path.display())))?;
+            // SAFETY: flock on an fd we own; LOCK_NB makes it fail instead of waiting.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok((Identity { uid, gid: uid }, file));
             }
         }
         Err(EngineError::Io { what: "allocate a sandbox uid".into(), source: io::Error::other("all uids in use") })
@@ -111,10 +133,27 @@ impl Workspace {
 impl Drop for Workspace {
     fn drop(&mut self) {
         remove_tree(&self.path);
-        if let Some(id) = self.identity {
-            self.uids_in_use.lock().expect("uid set").remove(&id.uid);
-        }
     }
+}
+
+/// The directory of uid locks: root-owned, 0700, not a symlink (fail closed otherwise:
+/// whoever controls it could make two sandboxes share a uid).
+fn uid_lock_dir() -> Result<PathBuf, EngineError> {
+    let base = if Path::new("/run").is_dir() { PathBuf::from("/run") } else { std::env::temp_dir() };
+    let dir = base.join("rsandbox-uids");
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(EngineError::io(format!("create {}", dir.display()))(e)),
+    }
+    let meta = fs::symlink_metadata(&dir).map_err(EngineError::io(format!("inspect {}", dir.display())))?;
+    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
+        return Err(EngineError::Io {
+            what: format!("use {} for uid locks", dir.display()),
+            source: io::Error::other("must be a root-owned directory with mode 0700"),
+        });
+    }
+    Ok(dir)
 }
 
 /// Remove a tree the sandbox may have made awkward (a directory chmod'ed to 000).
@@ -164,7 +203,7 @@ mod tests {
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
         fs::create_dir(path.join("locked")).unwrap();
         fs::write(path.join("locked/f"), "x").unwrap();
-        fs::set_permissions(path.join("locked"), fs::Permissions::from_mode(0)).unwrap();
+        fs::set_permissions(path.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
         drop(ws);
         assert!(!path.exists());
         let root_path = root.path().to_path_buf();
