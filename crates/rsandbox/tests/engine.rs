@@ -45,7 +45,7 @@ fn fresh_evaluations_share_no_state() {
 #[test]
 fn session_state_persists_between_executes() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
-    assert_eq!(s.execute("x <- 20", &quick()).unwrap().visible, false);
+    assert!(!s.execute("x <- 20", &quick()).unwrap().visible);
     let r = s.execute("x * 2 + 2", &quick()).unwrap();
     assert_eq!(r.value, json!(42));
     assert!(!r.reset);

@@ -1,5 +1,5 @@
 //! The slice of R's C API the zygote uses (from Rinternals.h, Rembedded.h, Rinterface.h).
-#![allow(non_upper_case_globals, non_camel_case_types, missing_docs)]
+#![allow(non_upper_case_globals, non_camel_case_types, missing_docs, clippy::upper_case_acronyms)]
 
 use std::ffi::{c_char, c_int, c_void};
 

@@ -12,8 +12,8 @@ use serde_json::Value;
 /// # Safety
 /// R must be initialised and this must be its thread.
 pub unsafe fn to_r(value: &Value) -> SEXP {
-    // SAFETY (whole body): R API calls on R's thread; every allocated SEXP is protected
-    // while others are allocated and unprotected exactly once before returning.
+    // SAFETY: R API calls on R's thread (the caller's guarantee); every allocated SEXP
+    // is protected while others are allocated and unprotected once before returning.
     unsafe {
         match value {
             Value::Null => R_NilValue,

@@ -26,17 +26,21 @@ const MAX_PLOT_BYTES: u64 = 16 << 20;
 /// Name of the plot directory inside the workspace.
 pub const PLOT_DIR: &str = ".rsandbox-plots";
 
+/// What the supervisor asked for this child.
+pub struct ChildSpec<'a> {
+    /// The lockdown to apply.
+    pub policy: &'a Policy,
+    /// Its workspace.
+    pub workspace: &'a Path,
+    /// Its whole environment.
+    pub env: &'a [(String, String)],
+    /// Host tools to define.
+    pub tools: &'a [ToolStub],
+}
+
 /// The child's whole life. Never returns.
-pub fn run(
-    r: &EmbeddedR,
-    policy: &Policy,
-    workspace: &Path,
-    env: &[(String, String)],
-    tools: &[ToolStub],
-    fds: [OwnedFd; 4],
-    filters: &SeccompFilters,
-    zygote: libc::pid_t,
-) -> ! {
+pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: [OwnedFd; 4], filters: &SeccompFilters, zygote: libc::pid_t) -> ! {
+    let ChildSpec { policy, workspace, env, tools } = spec;
     restore_signals();
     if let Err(e) = arrange_fds(fds) {
         // The channel may not be in place yet; the exit status still tells the supervisor.

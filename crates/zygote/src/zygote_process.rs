@@ -111,7 +111,10 @@ fn handle_request(
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => failed(format!("fork failed: {}", io::Error::last_os_error())),
-        0 => sandbox_child::run(r, &policy, &workspace, &env, &tools, fds, filters, zygote_pid),
+        0 => {
+            let spec = sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools };
+            sandbox_child::run(r, spec, fds, filters, zygote_pid)
+        }
         pid => {
             drop(fds);
             // Also done by the child itself; doing it on both sides closes the race in
