@@ -29,6 +29,8 @@ pub struct PoolStatus {
 #[derive(Default)]
 struct State {
     idle: Vec<Prepared>,
+    /// Forks in progress by the replenishers (counted so they do not overshoot).
+    forking: usize,
     busy: usize,
     dead: usize,
     closed: bool,
@@ -65,7 +67,12 @@ impl Pool {
             let prepared = engine.prepare(&options, &[])?;
             shared.0.lock().expect("pool").idle.push(prepared);
         }
-        spawn_replenisher(engine.clone(), options.clone(), size, shared.clone());
+        // Children lock themselves down in parallel: one replenisher per core keeps the
+        // zygote's (serial) forks and the children's lockdowns overlapping.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for _ in 0..cores.min(size) {
+            spawn_replenisher(engine.clone(), options.clone(), size, shared.clone());
+        }
         Ok(Pool { engine, options, size, acquire_timeout, shared, reset_between_uses: true })
     }
 
@@ -202,17 +209,20 @@ fn spawn_replenisher(engine: Engine, options: EvalOptions, size: usize, shared: 
             {
                 let (lock, cond) = &*shared;
                 let mut state = lock.lock().expect("pool");
-                while !state.closed && state.idle.len() >= size {
+                while !state.closed && state.idle.len() + state.forking >= size {
                     state = cond.wait(state).expect("pool");
                 }
                 if state.closed {
                     return;
                 }
+                state.forking += 1;
             }
-            match engine.prepare(&options, &[]) {
+            let prepared = engine.prepare(&options, &[]);
+            let (lock, cond) = &*shared;
+            let mut state = lock.lock().expect("pool");
+            state.forking -= 1;
+            match prepared {
                 Ok(prepared) => {
-                    let (lock, cond) = &*shared;
-                    let mut state = lock.lock().expect("pool");
                     if state.closed {
                         return;
                     }
@@ -221,6 +231,7 @@ fn spawn_replenisher(engine: Engine, options: EvalOptions, size: usize, shared: 
                 }
                 // A failed fork (zygote restarting): back off, then try again.
                 Err(e) => {
+                    drop(state);
                     eprintln!("rsandbox: pool failed to fork a child: {e}");
                     std::thread::sleep(Duration::from_millis(200));
                 }
