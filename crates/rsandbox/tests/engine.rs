@@ -297,3 +297,15 @@ fn pooled_sessions_keep_state_and_reset_between_uses_when_asked() {
     assert_eq!((r.outcome, r.reset), (Outcome::Timeout, true));
     assert_eq!(s.execute("exists('kept')", None).unwrap().value, json!(false), "replaced after the timeout");
 }
+
+#[test]
+fn random_numbers_differ_between_children_and_continue_within_a_session() {
+    let e = engine();
+    let draw = || e.eval("runif(1)", &EvalOptions::default()).unwrap().value;
+    assert_ne!(draw(), draw(), "two fresh children must not share a seed");
+    let s = e.session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("set.seed(7)", &quick()).unwrap();
+    let in_session = [s.execute("runif(1)", &quick()).unwrap().value, s.execute("runif(1)", &quick()).unwrap().value];
+    let reference = e.eval("set.seed(7); c(runif(1), runif(1))", &EvalOptions::default()).unwrap().value;
+    assert_eq!(json!(in_session), reference, "set.seed in one execute governs the next");
+}

@@ -104,6 +104,7 @@ rsandbox_prepare_zygote <- function(preload = character()) {
 
   # Preloading may have drawn random numbers; children must not share a seed.
   .rsb_drop_seed()
+  .rsb_state$seeded <- FALSE
   .rsb_state$devices <- 0L
   gc()
   invisible(NULL)
@@ -222,7 +223,13 @@ rsandbox_eval <- function(code, plot_dir) {
 .rsb_eval <- function(code, plot_dir) {
   options(rsandbox.plot_dir = plot_dir)
   .rsb_state$devices <- 0L
-  .rsb_reseed()
+  # Once per child: every child draws its own numbers, while a session's later
+  # evaluations continue one stream (set.seed() in one execute still governs the
+  # next, as in any R session).
+  if (!isTRUE(.rsb_state$seeded)) {
+    .rsb_reseed()
+    .rsb_state$seeded <- TRUE
+  }
 
   code <- enc2utf8(as.character(code))
   exprs <- tryCatch(
