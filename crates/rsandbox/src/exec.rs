@@ -4,11 +4,9 @@
 use crate::errors::EngineError;
 use crate::child::signal_name;
 use crate::options::{EngineConfig, EvalOptions};
-use crate::r_policy::SYSTEM_READ_ONLY;
+use crate::r_policy::{base_environment, base_policy};
 use crate::result::{ExitStatus, Outcome, Usage};
 use crate::workspace::WorkspaceRoot;
-use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
-use lockdown::{Limits, Policy, WorkspaceQuota};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -90,35 +88,9 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
     }
     let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
     let workspace = root.workspace()?;
-    let mut read_write = vec![workspace.path().to_path_buf()];
-    read_write.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
-    let policy = Policy {
-        read_only: SYSTEM_READ_ONLY.iter().chain(READ_ONLY_DEVICES.iter()).map(PathBuf::from).collect(),
-        read_write,
-        executable,
-        network: false,
-        limits: Limits {
-            memory: options.memory,
-            cpu_seconds: options.cpu_seconds,
-            file_size: options.file_size,
-            processes: options.processes,
-            open_files: options.open_files,
-            stack: None,
-        },
-        run_as: workspace.identity(),
-        namespaces: config.namespaces,
-        workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
-        best_effort: config.best_effort,
-        keep_fds_below: 3,
-        violation_fd: None,
-    };
-    let ws = workspace.path().to_string_lossy().into_owned();
-    let env = vec![
-        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-        ("HOME".to_string(), ws.clone()),
-        ("TMPDIR".to_string(), ws),
-        ("LANG".to_string(), "C.UTF-8".to_string()),
-    ];
+    let mut policy = base_policy(&workspace, options, config);
+    policy.executable = executable;
+    let env = base_environment(&workspace);
     let mut argv = vec![program.to_string()];
     argv.extend(args.iter().cloned());
     let start = Instant::now();

@@ -23,15 +23,14 @@ pub const SYSTEM_READ_ONLY: [&str; 11] = [
     "/usr/share/zoneinfo",
 ];
 
-/// The policy for one R child.
-pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOptions, config: &EngineConfig) -> Policy {
-    let mut read_only: Vec<PathBuf> = SYSTEM_READ_ONLY.iter().chain(READ_ONLY_DEVICES.iter()).map(PathBuf::from).collect();
-    read_only.push(info.r_home.clone());
-    read_only.extend(info.library_paths.iter().cloned());
+/// What every sandbox gets, R or not: system libraries read-only, its workspace (on a
+/// quota'd tmpfs) and /dev/null read-write, the limits asked for, its own identity when
+/// root. No network, nothing executable, no violation report (callers add those).
+pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &EngineConfig) -> Policy {
     let mut read_write = vec![workspace.path().to_path_buf()];
     read_write.extend(READ_WRITE_DEVICES.iter().map(PathBuf::from));
     Policy {
-        read_only,
+        read_only: SYSTEM_READ_ONLY.iter().chain(READ_ONLY_DEVICES.iter()).map(PathBuf::from).collect(),
         read_write,
         executable: Vec::new(),
         network: false,
@@ -47,13 +46,24 @@ pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOp
         namespaces: config.namespaces,
         workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
         best_effort: config.best_effort,
-        keep_fds_below: 5,
-        violation_fd: Some(4),
+        keep_fds_below: 3,
+        violation_fd: None,
     }
 }
 
-/// The child's whole environment: a fixed allowlist, nothing inherited.
-pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(String, String)> {
+/// The policy for one R child: the base, plus R's home and libraries, and the violation
+/// report socket on fd 4 (fds 0-4 survive: stdio, channel, violation socket).
+pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOptions, config: &EngineConfig) -> Policy {
+    let mut policy = base_policy(workspace, options, config);
+    policy.read_only.push(info.r_home.clone());
+    policy.read_only.extend(info.library_paths.iter().cloned());
+    policy.keep_fds_below = 5;
+    policy.violation_fd = Some(4);
+    policy
+}
+
+/// The environment of a sandbox in `workspace`: a fixed allowlist, nothing inherited.
+pub fn base_environment(workspace: &Workspace) -> Vec<(String, String)> {
     let ws = workspace.path().to_string_lossy().into_owned();
     vec![
         ("PATH".into(), "/usr/bin:/bin".into()),
@@ -61,8 +71,16 @@ pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(Str
         ("TMPDIR".into(), ws),
         ("LANG".into(), "C.UTF-8".into()),
         ("TZ".into(), std::env::var("TZ").unwrap_or_else(|_| "UTC".into())),
+    ]
+}
+
+/// An R child's whole environment: the base, plus R_HOME and single-threaded BLAS/OpenMP.
+pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(String, String)> {
+    let mut env = base_environment(workspace);
+    env.extend([
         ("R_HOME".into(), info.r_home.to_string_lossy().into_owned()),
         ("OMP_NUM_THREADS".into(), "1".into()),
         ("OPENBLAS_NUM_THREADS".into(), "1".into()),
-    ]
+    ]);
+    env
 }
