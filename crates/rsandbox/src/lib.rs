@@ -127,6 +127,27 @@ impl Engine {
         Ok(Prepared { child, workspace })
     }
 
+    /// A prepared child that has already evaluated once (off the request path), so the
+    /// first real request does not pay for the pages a first evaluation touches.
+    pub(crate) fn prepare_warm(&self, options: &EvalOptions) -> Result<Prepared, EngineError> {
+        let mut prepared = self.prepare(options, &[])?;
+        let mut ignore = |_: ToolEvent<'_>| {};
+        let warm = prepared.child.execute(Request {
+            code: "invisible(NULL)",
+            timeout: options.timeout,
+            max_output: options.max_output,
+            cpu_limit: options.cpu_seconds,
+            tools: &[],
+            max_tool_calls: 0,
+            max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
+            observer: &mut ignore,
+        })?;
+        if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
+            return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
+        }
+        Ok(prepared)
+    }
+
     /// Run one request on a prepared child, with audit records around it.
     pub(crate) fn run(
         &self,

@@ -64,7 +64,7 @@ impl Pool {
         }
         let shared: Shared = Arc::default();
         for _ in 0..size {
-            let prepared = engine.prepare(&options, &[])?;
+            let prepared = engine.prepare_warm(&options)?;
             shared.0.lock().expect("pool").idle.push(prepared);
         }
         // Children lock themselves down in parallel: one replenisher per core keeps the
@@ -217,7 +217,7 @@ fn spawn_replenisher(engine: Engine, options: EvalOptions, size: usize, shared: 
                 }
                 state.forking += 1;
             }
-            let prepared = engine.prepare(&options, &[]);
+            let prepared = engine.prepare_warm(&options);
             let (lock, cond) = &*shared;
             let mut state = lock.lock().expect("pool");
             state.forking -= 1;
