@@ -84,6 +84,9 @@ struct Server {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     pending: Pending,
     next_call: Arc<AtomicU64>,
+    /// Set when stdin ends: tool calls then fail at once instead of waiting for a
+    /// client that is gone.
+    closing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Serve until `input` ends; every in-flight request finishes first.
@@ -94,6 +97,7 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
         sessions: Mutex::new(HashMap::new()),
         pending: Arc::default(),
         next_call: Arc::new(AtomicU64::new(1)),
+        closing: Arc::default(),
     });
     let mut workers = Vec::new();
     let mut lines = LineReader { input, buf: Vec::new() };
@@ -107,6 +111,10 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
                 workers.push(std::thread::spawn(move || server.handle(&text)));
             }
         }
+    }
+    server.closing.store(true, Ordering::SeqCst);
+    for (_, waiter) in server.pending.lock().expect("pending").drain() {
+        waiter.send(Err("the client closed the connection".into())).ok();
     }
     for w in workers {
         // A panicking request already answered nothing; the others are unaffected.
@@ -276,11 +284,18 @@ impl Server {
         let mut tools = Vec::new();
         for spec in specs {
             let (out, pending, next, sid) = (self.out.clone(), self.pending.clone(), self.next_call.clone(), session_id.clone());
+            let closing = self.closing.clone();
             let name = spec.name.clone();
             let tool = Tool::new(spec, move |args| {
                 let call = format!("call-{}", next.fetch_add(1, Ordering::SeqCst));
                 let (tx, rx) = channel();
-                pending.lock().expect("pending").insert(call.clone(), tx);
+                {
+                    let mut waiting = pending.lock().expect("pending");
+                    if closing.load(Ordering::SeqCst) {
+                        return Err("the client closed the connection".into());
+                    }
+                    waiting.insert(call.clone(), tx);
+                }
                 let event = json!({"event": "tool_call", "call": call, "session": *sid.lock().expect("sid"), "tool": name, "args": args});
                 let mut line = event.to_string();
                 line.push('\n');
