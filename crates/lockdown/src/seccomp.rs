@@ -9,7 +9,7 @@
 //! |---------------|-------------------------------------------|----------------|
 //! | allowlist     | ordinary calls (and those below)          | allow, else `ENOSYS` |
 //! | no sockets    | `socket`, `socketpair` (network off)      | `EACCES`       |
-//! | no sessions   | `setsid`, `setpgid`                       | `EPERM`        |
+//! | refusals      | `setsid`, `setpgid`, by-path `chmod`/`utimes`, `prlimit`/`setpriority`/`sched_setaffinity` on another pid | `EPERM` |
 //! | violations    | kernel attack surface, exec, ns clones    | `SIGSYS` (trap)|
 //!
 //! `ENOSYS` for unknown calls makes glibc fall back (e.g. `clone3` to `clone`, which
@@ -44,8 +44,11 @@ pub enum Treatment {
     SocketCreate,
     /// Acts on a socket's address (connect, bind, ...): allowed only with network on.
     SocketAddress,
-    /// Leaves the process group: `EPERM`.
-    SessionChange,
+    /// Refused with `EPERM`: leaving the process group (`setsid`, `setpgid`), and
+    /// changing file metadata by path (`chmod`, `utimes`, ...). Landlock does not cover
+    /// metadata, and a sandbox started by an ordinary user shares that user's uid, so
+    /// by-path metadata calls could reach the user's own files.
+    Refused,
     /// Kernel attack surface: a violation that ends the sandbox.
     Violation,
 }
@@ -88,8 +91,8 @@ table! {
     SYS_mkdir => Allow, SYS_mkdirat => Allow, SYS_rmdir => Allow, SYS_link => Allow,
     SYS_linkat => Allow, SYS_unlink => Allow, SYS_unlinkat => Allow, SYS_symlink => Allow,
     SYS_symlinkat => Allow, SYS_readlink => Allow, SYS_readlinkat => Allow,
-    SYS_chmod => Allow, SYS_fchmod => Allow, SYS_fchmodat => Allow, SYS_umask => Allow,
-    SYS_utime => Allow, SYS_utimes => Allow, SYS_utimensat => Allow, SYS_futimesat => Allow,
+    SYS_chmod => Refused, SYS_fchmod => Allow, SYS_fchmodat => Refused, SYS_umask => Allow,
+    SYS_utime => Refused, SYS_utimes => Refused, SYS_utimensat => Allow, SYS_futimesat => Refused,
     SYS_getxattr => Allow, SYS_lgetxattr => Allow, SYS_fgetxattr => Allow,
     SYS_listxattr => Allow, SYS_llistxattr => Allow, SYS_flistxattr => Allow,
     SYS_dup => Allow, SYS_dup2 => Allow, SYS_dup3 => Allow, SYS_pipe => Allow,
@@ -137,7 +140,7 @@ table! {
     SYS_socket => SocketCreate, SYS_socketpair => SocketCreate,
     SYS_connect => SocketAddress, SYS_bind => SocketAddress, SYS_listen => SocketAddress,
     SYS_accept => SocketAddress, SYS_accept4 => SocketAddress,
-    SYS_setsid => SessionChange, SYS_setpgid => SessionChange,
+    SYS_setsid => Refused, SYS_setpgid => Refused,
     SYS_execve => Exec, SYS_execveat => Exec,
     // kernel attack surface and escapes
     SYS_ptrace => Violation, SYS_process_vm_readv => Violation,
@@ -227,7 +230,7 @@ impl SeccompFilters {
         // Violations pass the allowlist on purpose: the kernel picks the most severe
         // answer, and ERRNO outranks USER_NOTIF, so an ENOSYS here would hide them.
         let allowed = rule_set(|t| match t {
-            Allow | SocketCreate | SessionChange | Exec | Violation => true,
+            Allow | SocketCreate | Refused | Exec | Violation => true,
             SocketAddress => profile.network,
         });
         let mut programs = vec![compile(allowed, SeccompAction::Errno(libc::ENOSYS as u32), SeccompAction::Allow)?];
@@ -236,8 +239,25 @@ impl SeccompFilters {
             let sockets = rule_set(|t| t == SocketCreate);
             programs.push(compile(sockets, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32))?);
         }
-        let sessions = rule_set(|t| t == SessionChange);
-        programs.push(compile(sessions, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32))?);
+        let mut refused = rule_set(|t| t == Refused);
+        // Calls that may act on the caller only: a same-uid process (the zygote, the
+        // user's own programs) is out of Landlock's reach for these. `utimensat` with a
+        // path is the by-path form; with NULL it is `futimens` on an open fd.
+        // Whole 64-bit compare: garbage in the upper half can only make a call refused.
+        let nonzero = |arg: u8| {
+            SeccompCondition::new(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0).and_then(|c| SeccompRule::new(vec![c]))
+        };
+        let self_only = [
+            (libc::SYS_prlimit64, vec![0]),
+            (libc::SYS_sched_setaffinity, vec![0]),
+            (libc::SYS_setpriority, vec![0, 1]),
+            (libc::SYS_utimensat, vec![1]),
+        ];
+        for (nr, args) in self_only {
+            let rules = args.into_iter().map(nonzero).collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
+            refused.insert(nr, rules);
+        }
+        programs.push(compile(refused, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32))?);
 
         let mut violations = rule_set(|t| t == Violation || (t == Exec && !profile.exec));
         let clone_rules = NAMESPACE_CLONE_FLAGS

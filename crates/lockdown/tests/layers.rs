@@ -844,6 +844,7 @@ both_callers!(
     seccomp_kills_ptrace,
     seccomp_socket_creation_is_eacces,
     seccomp_session_changes_are_eperm,
+    seccomp_metadata_by_path_and_other_pids_are_eperm,
     seccomp_clone3_is_enosys,
     seccomp_kills_clone_into_a_user_namespace,
     seccomp_kills_execve,
@@ -916,6 +917,47 @@ fn seccomp_session_changes_are_eperm(caller: Caller) {
         expect_errno("setsid", unsafe { libc::setsid() }.into(), libc::EPERM)?;
         expect_errno("setpgid(0, 0)", unsafe { libc::setpgid(0, 0) }.into(), libc::EPERM)
     });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Landlock cannot restrict metadata, so by-path chmod/utimes are refused; the fd forms
+/// (on files the sandbox could open anyway) work. Resource and scheduling calls work on
+/// the caller only: the parent here shares the caller's uid when run as a user.
+fn seccomp_metadata_by_path_and_other_pids_are_eperm(caller: Caller) {
+    let path = std::env::temp_dir().join(unique_name("lockdown-meta"));
+    fs::write(&path, "x").unwrap();
+    // World-writable, so the user identity may set its times through the fd.
+    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let file = fs::File::open(&path).unwrap();
+    let fd = file.as_raw_fd();
+    let parent = this_pid();
+    let outcome = under_closed_filters(caller, move || {
+        expect_errno("chmod(path)", unsafe { libc::chmod(c_path.as_ptr(), 0o777) }.into(), libc::EPERM)?;
+        let at = unsafe { libc::fchmodat(libc::AT_FDCWD, c_path.as_ptr(), 0o777, 0) };
+        expect_errno("fchmodat(path)", at.into(), libc::EPERM)?;
+        let times = unsafe { libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), std::ptr::null(), 0) };
+        expect_errno("utimensat(path)", times.into(), libc::EPERM)?;
+        let mut limit = libc::rlimit { rlim_cur: 17, rlim_max: 17 };
+        let rc = unsafe { libc::prlimit(parent, libc::RLIMIT_NOFILE, &limit, std::ptr::null_mut()) };
+        expect_errno("prlimit(parent)", rc.into(), libc::EPERM)?;
+        expect_ok("prlimit(self, get)", unsafe { libc::prlimit(0, libc::RLIMIT_NOFILE, std::ptr::null(), &mut limit) }.into())?;
+        let other = unsafe { libc::setpriority(libc::PRIO_PROCESS, parent as libc::id_t, 19) };
+        expect_errno("setpriority(parent)", other.into(), libc::EPERM)?;
+        let all = unsafe { libc::setpriority(libc::PRIO_USER, 0, 19) };
+        expect_errno("setpriority(PRIO_USER)", all.into(), libc::EPERM)?;
+        expect_ok("setpriority(self)", unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 1) }.into())?;
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(0, &mut set) };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        expect_errno("sched_setaffinity(parent)", unsafe { libc::sched_setaffinity(parent, size, &set) }.into(), libc::EPERM)?;
+        expect_ok("sched_setaffinity(self)", unsafe { libc::sched_setaffinity(0, size, &set) }.into())?;
+        // The fd forms still work (the file is the caller's own, opened before).
+        expect_ok("futimens(fd)", unsafe { libc::futimens(fd, std::ptr::null()) }.into())?;
+        Ok(())
+    });
+    drop(file);
+    fs::remove_file(&path).unwrap();
     assert_eq!(outcome, Outcome::Passed);
 }
 

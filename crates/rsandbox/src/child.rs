@@ -341,7 +341,7 @@ impl SandboxChild {
                 }
             }
             // A finished request on a live child: collect what the pipes still hold.
-            if evaluated.is_some() && exited_at.is_none() {
+            if evaluated.is_some() && exited_at.is_none() && killed.is_none() {
                 let used = self.stdout.data.len() + self.stderr.data.len();
                 let used = used + self.stdout.pump(max_output.saturating_sub(used));
                 self.stderr.pump(max_output.saturating_sub(used));
@@ -450,6 +450,11 @@ impl SandboxChild {
                 exited_at = Some(Instant::now());
                 self.dead = true;
             }
+        }
+        if killed == Some(KillReason::OutputLimit) {
+            // The limit covers the result too: nothing past it is reported, however
+            // much of the result frame had arrived.
+            evaluated = None;
         }
         let wall_ms = start.elapsed().as_millis() as u64;
         let quit = matches!(evaluated, Some(ChildReport::Quit { .. }));

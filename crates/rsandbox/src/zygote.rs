@@ -65,8 +65,10 @@ pub fn locate_zygote(explicit: Option<&Path>) -> Result<PathBuf, EngineError> {
         })
 }
 
-/// The only variables the zygote (and so every child) starts from.
-fn zygote_environment() -> Vec<(String, String)> {
+/// The only variables the zygote (and so every child) starts from. `TMPDIR` is inside
+/// the engine's workspace root, so R's start-up temp dir goes with the engine (the
+/// zygote is killed, never runs R's clean-up).
+fn zygote_environment(tmpdir: &Path) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), "/usr/bin:/bin".to_string()),
         ("LANG".to_string(), "C.UTF-8".to_string()),
@@ -77,6 +79,7 @@ fn zygote_environment() -> Vec<(String, String)> {
         ("MKL_NUM_THREADS".to_string(), "1".to_string()),
         // Huge pages for malloc: fewer page-table entries to copy at each fork.
         ("GLIBC_TUNABLES".to_string(), "glibc.malloc.hugetlb=1".to_string()),
+        ("TMPDIR".to_string(), tmpdir.to_string_lossy().into_owned()),
     ];
     if let Ok(home) = std::env::var("R_HOME") {
         env.push(("R_HOME".into(), home));
@@ -86,14 +89,14 @@ fn zygote_environment() -> Vec<(String, String)> {
 
 impl Zygote {
     /// Start a zygote and wait until R is up (or report why it is not).
-    pub fn start(binary: &Path, preload: &[String]) -> Result<Zygote, EngineError> {
+    pub fn start(binary: &Path, preload: &[String], tmpdir: &Path) -> Result<Zygote, EngineError> {
         let (ours, theirs) = Channel::pair().map_err(EngineError::io("create the zygote channel"))?;
         let theirs_fd = theirs.as_fd_raw();
         let mut command = Command::new(binary);
         if !preload.is_empty() {
             command.arg("--preload").arg(preload.join(","));
         }
-        command.env_clear().envs(zygote_environment()).current_dir("/");
+        command.env_clear().envs(zygote_environment(tmpdir)).current_dir("/");
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
         // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which
         // are async-signal-safe.

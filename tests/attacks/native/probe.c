@@ -114,12 +114,21 @@ void probe_ptrace_traceme(char **sarg, int *iarg, int *res) {
 
 void probe_process_vm_readv(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
-    char local[16];
-    static char remote_probe[16] = "x";
+    /* Read another process's memory: a forked child of ours, which has our layout
+     * (unsandboxed this works for root; in the sandbox the call itself is refused). */
+    static char remote_probe[16] = "remote-memory";
+    char local[16] = {0};
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (;;) pause();
+    }
     struct iovec l = {local, sizeof local}, r = {remote_probe, sizeof remote_probe};
-    /* Read our parent's memory at an address that is mapped in a forked parent too. */
-    long rc = syscall(SYS_process_vm_readv, getppid(), &l, 1, &r, 1, 0);
-    *res = outcome("process_vm_readv(parent)", rc);
+    long rc = syscall(SYS_process_vm_readv, pid > 0 ? pid : getppid(), &l, 1, &r, 1, 0);
+    *res = outcome("process_vm_readv(other process)", rc);
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
 }
 
 void probe_keyctl(char **sarg, int *iarg, int *res) {
@@ -130,7 +139,7 @@ void probe_keyctl(char **sarg, int *iarg, int *res) {
 
 void probe_add_key(char **sarg, int *iarg, int *res) {
     (void)iarg;
-    const char *payload = sarg && sarg[0] ? sarg[0] : "x";
+    const char *payload = sarg && sarg[0] && sarg[0][0] ? sarg[0] : "rsandbox-attack-key";
     long rc = syscall(SYS_add_key, "user", "rsandbox-attack", payload, strlen(payload), KEY_SPEC_PROCESS_KEYRING);
     *res = outcome("add_key(user)", rc);
 }
@@ -293,10 +302,22 @@ void probe_setresuid0(char **sarg, int *iarg, int *res) {
 
 void probe_capset(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
+    /* Raise every permitted capability into the effective set (and the inheritable
+     * one): a no-op for a process that has none, full power for one that kept any. */
     struct { uint32_t version; int pid; } hdr = {0x20080522, 0};
     struct { uint32_t effective, permitted, inheritable; } data[2];
-    memset(data, 0xff, sizeof data);
-    *res = outcome("capset(all)", syscall(SYS_capset, &hdr, data));
+    memset(data, 0, sizeof data);
+    long rc = syscall(SYS_capget, &hdr, data);
+    if (rc == 0) {
+        for (int i = 0; i < 2; i++) data[i].effective = data[i].permitted;
+        say("probe capset: permitted %08x%08x", data[1].permitted, data[0].permitted);
+        if (data[0].permitted == 0 && data[1].permitted == 0) {
+            say("probe capset: no capability to raise");
+            *res = -1;
+            return;
+        }
+    }
+    *res = outcome("capset(effective = permitted)", syscall(SYS_capset, &hdr, data));
 }
 
 void probe_mount_tmpfs(char **sarg, int *iarg, int *res) {
@@ -308,7 +329,16 @@ void probe_mount_tmpfs(char **sarg, int *iarg, int *res) {
 
 void probe_chroot(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
+    int root = open("/", O_RDONLY | O_DIRECTORY);
     *res = outcome("chroot(.)", syscall(SYS_chroot, "."));
+    if (*res == 0 && root >= 0) {
+        /* The classic escape, used here to undo the chroot when it worked. */
+        if (fchdir(root) == 0) {
+            long rc = syscall(SYS_chroot, ".");
+            (void)rc;
+        }
+    }
+    if (root >= 0) close(root);
 }
 
 void probe_personality(char **sarg, int *iarg, int *res) {
@@ -335,8 +365,8 @@ void probe_pidfd_getfd(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
     long pidfd = syscall(SYS_pidfd_open, getppid(), 0);
     if (pidfd < 0) say("probe pidfd_getfd: pidfd_open(parent) failed (%s); calling pidfd_getfd anyway", strerror(errno));
-    long rc = syscall(SYS_pidfd_getfd, pidfd < 0 ? 0 : pidfd, 3, 0);
-    *res = outcome("pidfd_getfd(parent, 3)", rc);
+    long rc = syscall(SYS_pidfd_getfd, pidfd < 0 ? 0 : pidfd, 1, 0);
+    *res = outcome("pidfd_getfd(parent, 1)", rc);
 }
 
 void probe_kcmp(char **sarg, int *iarg, int *res) {
@@ -861,9 +891,9 @@ void probe_frame_garbage(char **sarg, int *iarg, int *res) {
 
 void probe_frame_unexpected(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
-    /* A second locked_down report, claiming no layers. */
-    const char *body = "{\"type\":\"locked_down\",\"applied\":{\"namespaces\":[],\"identity\":null,"
-                       "\"landlock\":\"none\",\"seccomp\":false}}";
+    /* A second, well-formed report of a kind the supervisor does not expect now:
+     * "the lockdown failed". */
+    const char *body = "{\"kind\":\"setup_failed\",\"error\":\"forged: no layers\"}";
     frame(3, body, (uint32_t)strlen(body));
     linger();
     *res = -1;
@@ -872,7 +902,7 @@ void probe_frame_unexpected(char **sarg, int *iarg, int *res) {
 void probe_frame_partial_exit(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
     /* Declare 1000 bytes, send 10, and leave. */
-    frame(3, "{\"type\":\"e", 1000);
+    frame(3, "{\"kind\":\"e", 1000);
     _exit(0);
     *res = -1;
 }
@@ -908,13 +938,32 @@ void probe_frame_forged_result(char **sarg, int *iarg, int *res) {
      * layers or the usage the supervisor reports. */
     char body[1024];
     snprintf(body, sizeof body,
-             "{\"type\":\"evaluated\",\"r\":{\"status\":\"ok\",\"value\":\"%s\",\"visible\":true,"
+             "{\"kind\":\"evaluated\",\"r\":{\"status\":\"ok\",\"value\":\"%s\",\"visible\":true,"
              "\"messages\":[],\"warnings\":[],\"error\":null,\"syntax_error\":null},"
              "\"plots\":[],\"cpu_ms\":0,\"max_rss_kb\":0}",
              sarg[0]);
     frame(3, body, (uint32_t)strlen(body));
     linger();
     *res = -1;
+}
+
+void probe_frame_forged_quit(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    char body[128];
+    snprintf(body, sizeof body, "{\"kind\":\"quit\",\"status\":%d}", *iarg);
+    frame(3, body, (uint32_t)strlen(body));
+    linger();
+    *res = -1;
+}
+
+void probe_frame_tool_call(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A tool call when no tool is defined: the supervisor must refuse it, and the
+     * evaluation must go on (the reply is never read). */
+    const char *body = "{\"kind\":\"tool_call\",\"call\":1,\"tool\":\"read_host_file\","
+                       "\"args\":{\"path\":\"/etc/shadow\"}}";
+    frame(3, body, (uint32_t)strlen(body));
+    *res = 0;
 }
 
 void probe_close_channel(char **sarg, int *iarg, int *res) {
@@ -944,4 +993,165 @@ void probe_list_fds(char **sarg, int *iarg, int *res) {
     }
     say("%s", line);
     *res = open_fds;
+}
+
+/* ------------------------------------------------------------------ */
+/* Any system call by number, with all-zero arguments                  */
+/* ------------------------------------------------------------------ */
+
+static const struct { const char *name; long nr; } NAMED_SYSCALLS[] = {
+    {"reboot", SYS_reboot},
+    {"sethostname", SYS_sethostname},
+    {"settimeofday", SYS_settimeofday},
+    {"init_module", SYS_init_module},
+    {"delete_module", SYS_delete_module},
+    {"swapon", SYS_swapon},
+    {"acct", SYS_acct},
+    {"quotactl", SYS_quotactl},
+    {"kexec_load", SYS_kexec_load},
+    {"fanotify_init", SYS_fanotify_init},
+    {"clock_settime", SYS_clock_settime},
+    {"adjtimex", SYS_adjtimex},
+    {"name_to_handle_at", SYS_name_to_handle_at},
+    {"pivot_root", SYS_pivot_root},
+    {"umount2", SYS_umount2},
+#ifdef SYS_iopl
+    {"iopl", SYS_iopl},
+#endif
+};
+
+void probe_raw_syscall(char **sarg, int *iarg, int *res) {
+    (void)iarg;
+    /* A system call by name, with all-zero arguments: NULL pointers and empty lengths
+     * keep it harmless where it is allowed; the point is which calls reach the kernel. */
+    long nr = -1;
+    for (size_t i = 0; i < sizeof NAMED_SYSCALLS / sizeof NAMED_SYSCALLS[0]; i++) {
+        if (strcmp(NAMED_SYSCALLS[i].name, sarg[0]) == 0) nr = NAMED_SYSCALLS[i].nr;
+    }
+    if (nr < 0) {
+        say("probe raw syscall: unknown name %s", sarg[0]);
+        *res = -1;
+        return;
+    }
+    long rc = syscall(nr, 0, 0, 0, 0, 0, 0);
+    char what[64];
+    snprintf(what, sizeof what, "%s(0, ...)", sarg[0]);
+    *res = outcome(what, rc);
+}
+
+void probe_clone3_newuser(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* clone3 carries its flags in memory, where seccomp cannot look: it must be refused
+     * as a whole. struct clone_args: flags first, exit_signal at offset 32. */
+    uint64_t args[11];
+    memset(args, 0, sizeof args);
+    args[0] = CLONE_NEWUSER;
+    args[4] = SIGCHLD;
+    long pid = syscall(435 /* clone3 */, args, sizeof args);
+    if (pid == 0) _exit(0);
+    *res = outcome("clone3(CLONE_NEWUSER)", pid);
+    if (pid > 0) waitpid((pid_t)pid, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Acting on other processes without signals: limits, priority, CPUs   */
+/* ------------------------------------------------------------------ */
+
+static pid_t target_pid(const int *iarg) {
+    return *iarg > 0 ? (pid_t)*iarg : getppid();
+}
+
+void probe_prlimit_pid(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* Lower another process's open-files limit (the zygote's: every later sandbox is
+     * forked from it; or any host process of the same uid), then read it back. */
+    pid_t pid = target_pid(iarg);
+    struct rlimit old, new_limit, now;
+    if (syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, NULL, &old) != 0) {
+        *res = outcome("prlimit64(get)", -1);
+        return;
+    }
+    new_limit.rlim_cur = 17;
+    new_limit.rlim_max = old.rlim_max;
+    long rc = syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, &new_limit, NULL);
+    *res = outcome("prlimit64(other process, RLIMIT_NOFILE = 17)", rc);
+    if (rc == 0 && syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, NULL, &now) == 0) {
+        say("probe prlimit: pid %d now has RLIMIT_NOFILE soft %llu (was %llu)", (int)pid,
+            (unsigned long long)now.rlim_cur, (unsigned long long)old.rlim_cur);
+    }
+}
+
+void probe_setpriority_pid(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    pid_t pid = target_pid(iarg);
+    long rc = setpriority(PRIO_PROCESS, (id_t)pid, 19);
+    *res = outcome("setpriority(other process, 19)", rc);
+    if (rc == 0) {
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, (id_t)pid);
+        say("probe setpriority: pid %d now has nice %d", (int)pid, now);
+    }
+}
+
+void probe_setpriority_user(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* Every process of our uid, wherever it runs. */
+    *res = outcome("setpriority(PRIO_USER, our uid, 19)", setpriority(PRIO_USER, 0, 19));
+}
+
+void probe_setaffinity_pid(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    pid_t pid = target_pid(iarg);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    long rc = sched_setaffinity(pid, sizeof set, &set);
+    *res = outcome("sched_setaffinity(other process, CPU 0)", rc);
+}
+
+void probe_tgkill_parent(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    pid_t p = getppid();
+    *res = outcome("tgkill(parent, SIGKILL)", syscall(SYS_tgkill, p, p, SIGKILL));
+}
+
+void probe_sigqueue_parent(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = SIGKILL;
+    info.si_code = SI_QUEUE;
+    info.si_pid = getpid();
+    info.si_uid = getuid();
+    *res = outcome("rt_sigqueueinfo(parent, SIGKILL)", syscall(SYS_rt_sigqueueinfo, getppid(), SIGKILL, &info));
+}
+
+void probe_sigio_pid(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* No kill(2) at all: make the kernel deliver SIGIO (whose default action is to
+     * terminate) to another process when our own pipe becomes readable. */
+    pid_t pid = target_pid(iarg);
+    int p[2];
+    if (pipe(p) != 0) {
+        *res = outcome("pipe", -1);
+        return;
+    }
+    long rc = fcntl(p[0], F_SETOWN, pid);
+    if (rc == 0) rc = fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_ASYNC);
+    *res = outcome("fcntl(F_SETOWN other process, O_ASYNC)", rc);
+    ssize_t w = write(p[1], "x", 1);
+    (void)w;
+    usleep(200000);
+    say("probe sigio: armed for pid %d and triggered", (int)pid);
+    close(p[0]);
+    close(p[1]);
+}
+
+void probe_sysv_shm(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* System V shared memory: a rendezvous with other processes of the host, like
+     * /dev/shm (an evalbox hole). */
+    long id = syscall(SYS_shmget, 0x52534241 /* "RSBA" */, 4096, 01000 /* IPC_CREAT */ | 0666);
+    *res = outcome("shmget(IPC_CREAT)", id);
+    if (id >= 0) syscall(SYS_shmctl, id, 0 /* IPC_RMID */, NULL);
 }

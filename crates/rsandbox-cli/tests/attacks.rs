@@ -1,0 +1,50 @@
+//! The adversarial corpus (`tests/attacks/`, see its README.md), run through the
+//! `rsandbox` binary as root and as an unprivileged user, and calibrated unsandboxed.
+//!
+//! Needs root, R, a C compiler, `unshare`, and both binaries: run `cargo build
+//! --workspace` first, then `cargo test -p rsandbox-cli --test attacks -- --nocapture`
+//! to see the per-case tables. `RSANDBOX_ATTACK_FILTER=network,exec/system` runs the
+//! cases whose names contain one of the comma-separated parts; `RSANDBOX_ATTACK_WORKERS`
+//! sets the parallelism (default 3).
+
+mod attacks_support;
+
+use attacks_support::*;
+
+fn corpus(mode: Mode) {
+    let _serial = RUN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let (reports, global) = run_corpus(mode);
+    assert_clean(mode, &reports, &global);
+}
+
+/// The headers alone: every file parses, and the corpus covers what it must.
+#[test]
+fn attack_corpus_headers() {
+    let cases = load_corpus();
+    let count = |cat: &str| cases.iter().filter(|c| c.category == cat).count();
+    let mut summary = String::new();
+    for cat in CATEGORIES {
+        summary.push_str(&format!("{cat}: {}  ", count(cat)));
+    }
+    println!("{} cases: {summary}", cases.len());
+    assert!(cases.len() >= 150, "the corpus has {} cases; it needs at least 150", cases.len());
+    assert!(count("legit") >= 20, "only {} legitimate cases; at least 20 are needed", count("legit"));
+    for cat in CATEGORIES {
+        assert!(count(cat) > 0, "no case in category {cat}");
+    }
+}
+
+#[test]
+fn attack_corpus_as_root() {
+    corpus(Mode::Root);
+}
+
+#[test]
+fn attack_corpus_as_user() {
+    corpus(Mode::User);
+}
+
+#[test]
+fn attack_corpus_calibration() {
+    corpus(Mode::Calibration);
+}

@@ -1,0 +1,10 @@
+# category: exec
+# summary: system(intern = TRUE) to cat a secret the R side cannot open
+# expect: outcome=violation
+# expect-violation: execve
+# targets: secret:etc
+# calibrate: yes
+# calibrate-expect-stdout-contains: RSANDBOX-SECRET
+
+x <- system("cat {{ETC_SECRET}}", intern = TRUE)
+cat(x, sep = "\n")

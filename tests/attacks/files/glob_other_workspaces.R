@@ -1,0 +1,12 @@
+# category: files
+# summary: find and read every other sandbox's workspace with a glob
+# expect: outcome=ok
+# expect-stdout-contains: 0 files in other workspaces
+# targets: secret:victim, proc:victim
+# calibrate: yes
+# calibrate-pidns: no
+# calibrate-expect-stdout-contains: RSANDBOX-SECRET
+
+hits <- c(Sys.glob("/tmp/rsandbox-*/ws-*/*"), Sys.glob("/proc/{{VICTIM_PID}}/root/tmp/rsandbox-*/ws-*/*"))
+cat(length(hits), "files in other workspaces\n")
+for (f in hits) cat(f, ":", tryCatch(readLines(f, warn = FALSE), error = function(e) "?"), "\n")

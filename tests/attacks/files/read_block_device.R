@@ -1,0 +1,11 @@
+# category: files
+# summary: read the host's disk through its block device
+# expect: outcome=error
+# expect-error-contains: cannot open
+# targets: none
+# calibrate: no — the test machine's device cgroup refuses block devices even to root, so unsandboxed it fails too
+
+devs <- c("/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/xvda")
+d <- devs[file.exists(devs)][1]
+x <- readBin(d, "raw", 512)
+cat("read", length(x), "bytes of", d, "\n")

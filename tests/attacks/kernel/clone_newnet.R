@@ -1,0 +1,13 @@
+# category: kernel
+# summary: clone(2) with CLONE_NEWNET
+# expect: outcome=violation
+# expect-violation: clone
+# targets: none
+# calibrate: yes
+# calibrate-expect-stdout-contains: ATTACK-SUCCEEDED
+
+hex <- "{{PROBE_HEX}}"
+writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")
+dyn.load(file.path(getwd(), "probe.so"))
+res <- .C("probe_clone_newnet", "", 0L, res = -1L)$res
+if (res == 0L) cat("ATTACK-SUCCEEDED\n") else stop("blocked: errno ", res)

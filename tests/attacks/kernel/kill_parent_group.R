@@ -1,0 +1,12 @@
+# category: kernel
+# summary: kill the parent's whole process group (the supervisor's group)
+# expect: outcome=error
+# expect-error-contains: blocked
+# targets: proc:parent
+# calibrate: no — the host's process groups are not visible from the calibration's pid namespace
+
+hex <- "{{PROBE_HEX}}"
+writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")
+dyn.load(file.path(getwd(), "probe.so"))
+res <- .C("probe_kill_pgrp_of_parent", "", 0L, res = -1L)$res
+if (res == 0L) cat("ATTACK-SUCCEEDED\n") else stop("blocked: errno ", res)

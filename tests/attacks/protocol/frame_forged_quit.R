@@ -1,0 +1,11 @@
+# category: protocol
+# summary: a forged `quit` report with status 7
+# expect: outcome=error
+# expect-error-contains: quit(status = 7)
+# targets: none
+# calibrate: no — fd 3 is the sandbox's channel to the supervisor; it exists only inside the sandbox
+
+hex <- "{{PROBE_HEX}}"
+writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")
+dyn.load(file.path(getwd(), "probe.so"))
+res <- .C("probe_frame_forged_quit", "", 7L, res = -1L)$res

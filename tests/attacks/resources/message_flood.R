@@ -1,0 +1,8 @@
+# category: resources
+# summary: 20000 messages (captured inside R, returned in the result) under --max-output 1M
+# args: --max-output 1M --timeout 20
+# expect: outcome=output_limit
+# targets: host:resources
+# calibrate: no — unsandboxed this just consumes the host's terminal or log, which is the harm the limit prevents
+
+for (i in 1:2e4) message(strrep("m", 100))

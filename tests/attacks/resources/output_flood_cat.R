@@ -1,0 +1,8 @@
+# category: resources
+# summary: cat() without end under --max-output 1M
+# args: --max-output 1M --timeout 20
+# expect: outcome=output_limit
+# targets: host:resources
+# calibrate: no — unsandboxed this just consumes the host's terminal or log with endless output, which is the harm the limit prevents
+
+repeat cat(strrep("x", 1e5))
