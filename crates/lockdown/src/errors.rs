@@ -30,6 +30,9 @@ pub enum PolicyError {
         /// The limit's name.
         name: &'static str,
     },
+    /// The private root is built on the workspace tmpfs, so it needs a quota.
+    #[error("private_root needs a workspace_quota")]
+    PrivateRootWithoutQuota,
     /// The violation fd would be closed with the other inherited fds.
     #[error("violation_fd {fd} must be below keep_fds_below ({keep_fds_below})")]
     ViolationFdNotKept {

@@ -6,7 +6,8 @@
 //!
 //! 1. [`process`]: own process group, SIGKILL on parent death, inherited fds closed.
 //! 2. [`namespaces`]: user (when not root), net, ipc, uts; then [`mounts`]: a private
-//!    size-limited tmpfs over the workspace (the disk quota), when asked.
+//!    size-limited tmpfs over the workspace (the disk quota), and optionally a private
+//!    root holding only the policy's paths, when asked.
 //! 3. [`privileges`]: root drops to an unprivileged uid/gid; securebits locked;
 //!    capabilities and bounding set emptied; `no_new_privs`; then non-dumpable (only
 //!    now: earlier it would lock the user namespace's id maps).
@@ -96,7 +97,7 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         Some(quota) if as_root || namespaces.contains(&"user") => {
             let (uids, gids) = sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
             let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
-            mounts::mount_workspace_tmpfs(quota, owner)?;
+            mounts::prepare_filesystem(policy, quota, owner)?;
             Some(quota.bytes)
         }
         Some(_) if policy.best_effort => None,

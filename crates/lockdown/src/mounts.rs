@@ -1,27 +1,117 @@
-//! Step 2b: a private, size-limited tmpfs over the workspace — the disk quota. In a new
-//! mount namespace (so the host never sees it, and it vanishes with the sandbox), owned
-//! by the sandbox's identity, `nosuid,nodev`. Files written there count against its size,
-//! not against the host disk; RLIMIT_FSIZE still caps each file.
+//! Step 2b: the sandbox's own filesystem, in a new mount namespace (the host never sees
+//! it, and it vanishes with the sandbox).
+//!
+//! * The workspace is a private tmpfs of the quota's size, owned by the sandbox's
+//!   identity, `nosuid,nodev`: the disk quota. RLIMIT_FSIZE still caps each file.
+//! * With a private root, the process also `pivot_root`s into a small tmpfs that holds
+//!   only what the policy names — the read-only trees bound read-only, the devices, the
+//!   executables, the workspace — so host paths outside the policy do not exist at all,
+//!   not even for `stat` (Landlock guards contents, not metadata).
 
 use crate::errors::NamespaceError;
-use crate::policy::{Identity, WorkspaceQuota};
+use crate::policy::{Identity, Policy, WorkspaceQuota};
 use crate::sys;
 use std::ffi::CString;
+use std::fs;
+use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
-/// Mount the quota'd tmpfs over `quota.path` and make it the working directory.
-/// `owner` is who will own it after the identity switch (our own ids when not root).
-pub fn mount_workspace_tmpfs(quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
-    let err = |what: &str| {
-        let what = what.to_string();
-        move |source| NamespaceError::Unshare { what, source }
-    };
-    sys::unshare(libc::CLONE_NEWNS).map_err(err("mount"))?;
+fn failed(what: impl Into<String>) -> impl FnOnce(io::Error) -> NamespaceError {
+    let what = what.into();
+    move |source| NamespaceError::Unshare { what, source }
+}
+
+fn c_path(path: &Path) -> Result<CString, NamespaceError> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| NamespaceError::Unshare { what: "mount".into(), source: io::Error::other("NUL in path") })
+}
+
+/// Build the sandbox's filesystem: a quota'd tmpfs workspace, and with `private_root`
+/// a root that holds nothing the policy does not name. Ends in the workspace.
+pub fn prepare_filesystem(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+    sys::unshare(libc::CLONE_NEWNS).map_err(failed("mount"))?;
     // Nothing mounted here may propagate back to the host's mount table.
-    sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(err("mount (make / private)"))?;
-    let target = CString::new(quota.path.as_os_str().as_bytes())
-        .map_err(|_| NamespaceError::Unshare { what: "mount".into(), source: std::io::Error::other("NUL in path") })?;
+    sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(failed("mount (make / private)"))?;
+    if policy.private_root {
+        enter_private_root(policy, quota, owner)?;
+    } else {
+        mount_workspace(Path::new("/"), quota, owner)?;
+    }
+    std::env::set_current_dir(&quota.path).map_err(failed("chdir into the workspace"))
+}
+
+fn mount_workspace(root: &Path, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+    let target = join(root, &quota.path);
+    fs::create_dir_all(&target).map_err(failed(format!("mkdir {}", target.display())))?;
     let options = format!("size={},mode=0700,uid={},gid={}", quota.bytes, owner.uid, owner.gid);
-    sys::mount_at(&target, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, &options).map_err(err("tmpfs workspace"))?;
-    std::env::set_current_dir(&quota.path).map_err(err("chdir into the tmpfs workspace"))
+    sys::mount_at(&c_path(&target)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, &options)
+        .map_err(failed("tmpfs workspace"))
+}
+
+/// `root` + absolute `path`.
+fn join(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+    // The new root is mounted over the workspace directory: it exists, and the host copy
+    // of it stays empty anyway (the sandbox's files live on the quota tmpfs).
+    let new_root = quota.path.clone();
+    sys::mount_at(&c_path(&new_root)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=1m,mode=0755")
+        .map_err(failed("tmpfs root"))?;
+    let mut entries: Vec<(&PathBuf, bool)> = Vec::new();
+    entries.extend(policy.read_only.iter().map(|p| (p, true)));
+    entries.extend(policy.executable.iter().map(|p| (p, true)));
+    entries.extend(policy.read_write.iter().filter(|p| **p != quota.path).map(|p| (p, false)));
+    // Parents before children; a path inside one already bound comes with it.
+    entries.sort_by_key(|(p, _)| p.components().count());
+    let mut bound: Vec<&PathBuf> = Vec::new();
+    for (path, read_only) in entries {
+        if bound.iter().any(|b| path.starts_with(b)) {
+            continue;
+        }
+        if replicate(&new_root, path, read_only)? {
+            bound.push(path);
+        }
+    }
+    mount_workspace(&new_root, quota, owner)?;
+    let old = new_root.join(".old-root");
+    fs::create_dir(&old).map_err(failed("mkdir .old-root"))?;
+    sys::pivot_root(&c_path(&new_root)?, &c_path(&old)?).map_err(failed("pivot_root"))?;
+    std::env::set_current_dir("/").map_err(failed("chdir /"))?;
+    sys::umount_detach("/.old-root").map_err(failed("umount the old root"))?;
+    fs::remove_dir("/.old-root").map_err(failed("rmdir .old-root"))?;
+    // The skeleton itself is read-only: only the workspace below it can be written.
+    sys::mount(None, "/", None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV, None)
+        .map_err(failed("remount / read-only"))
+}
+
+/// Recreate `path` under `root`: a symlink as the same symlink, a directory or file as a
+/// bind mount (read-only when asked). Returns false for a path that does not exist.
+fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, NamespaceError> {
+    let Ok(meta) = fs::symlink_metadata(path) else { return Ok(false) };
+    let target = join(root, path);
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(failed(format!("mkdir {}", parent.display())))?;
+    }
+    if meta.file_type().is_symlink() {
+        let link = fs::read_link(path).map_err(failed(format!("readlink {}", path.display())))?;
+        std::os::unix::fs::symlink(&link, &target).map_err(failed(format!("symlink {}", target.display())))?;
+        return Ok(true);
+    }
+    if meta.is_dir() {
+        fs::create_dir_all(&target).map_err(failed(format!("mkdir {}", target.display())))?;
+    } else {
+        fs::write(&target, b"").map_err(failed(format!("create {}", target.display())))?;
+    }
+    let (source, dest) = (c_path(path)?, c_path(&target)?);
+    sys::bind_mount(&source, &dest).map_err(failed(format!("bind {}", path.display())))?;
+    if read_only {
+        // A remount must keep the flags the kernel locked on the original (nosuid,
+        // nodev, noexec in a user namespace), or it is refused.
+        let locked = sys::mount_flags(&dest).map_err(failed(format!("statvfs {}", target.display())))?;
+        sys::remount_bind(&dest, locked | libc::MS_RDONLY).map_err(failed(format!("remount {} read-only", path.display())))?;
+    }
+    Ok(true)
 }

@@ -71,6 +71,8 @@ pub struct Policy {
     pub namespaces: bool,
     /// Put the workspace on a private tmpfs of this size (needs namespaces).
     pub workspace_quota: Option<WorkspaceQuota>,
+    /// With a workspace quota: `pivot_root` into a root holding only the policy's paths.
+    pub private_root: bool,
     /// Run with whatever layers the kernel offers instead of refusing.
     pub best_effort: bool,
     /// fds below this number survive; every other inherited fd is closed.
@@ -92,6 +94,7 @@ impl Default for Policy {
             run_as: None,
             namespaces: true,
             workspace_quota: None,
+            private_root: false,
             best_effort: false,
             keep_fds_below: 3,
             violation_fd: None,
@@ -137,6 +140,9 @@ impl Policy {
             if !self.read_write.contains(&quota.path) {
                 return Err(PolicyError::MissingWritablePath { path: quota.path.clone() });
             }
+        }
+        if self.private_root && self.workspace_quota.is_none() {
+            return Err(PolicyError::PrivateRootWithoutQuota);
         }
         if let Some(fd) = self.violation_fd {
             if fd >= self.keep_fds_below || fd < 0 {

@@ -165,6 +165,47 @@ pub fn mount_at(target: &std::ffi::CStr, fstype: &str, flags: libc::c_ulong, opt
     check_int(unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), flags, options.as_ptr().cast()) })
 }
 
+/// `mount(source, target, NULL, MS_BIND | MS_REC, NULL)`.
+pub fn bind_mount(source: &std::ffi::CStr, target: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: both are valid NUL-terminated strings alive for the call.
+    check_int(unsafe {
+        libc::mount(source.as_ptr(), target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null())
+    })
+}
+
+/// `mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL)`.
+pub fn remount_bind(target: &std::ffi::CStr, flags: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: a valid NUL-terminated target; null source, type and data are allowed.
+    check_int(unsafe {
+        libc::mount(std::ptr::null(), target.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | flags, std::ptr::null())
+    })
+}
+
+/// The per-mount flags of the mount holding `path` (`statvfs` `f_flag`), as `MS_*`.
+pub fn mount_flags(path: &std::ffi::CStr) -> io::Result<libc::c_ulong> {
+    // SAFETY: a zeroed statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid path and a writable statvfs.
+    check_int(unsafe { libc::statvfs(path.as_ptr(), &mut st) })?;
+    // ST_* and MS_* share these bit values.
+    let keep = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_NOATIME
+        | libc::MS_NODIRATIME | libc::MS_RELATIME;
+    Ok(st.f_flag & keep)
+}
+
+/// `pivot_root(new_root, put_old)`.
+pub fn pivot_root(new_root: &std::ffi::CStr, put_old: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: two valid NUL-terminated paths alive for the call.
+    check(unsafe { libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()) }).map(drop)
+}
+
+/// `umount2(target, MNT_DETACH)`.
+pub fn umount_detach(target: &str) -> io::Result<()> {
+    let c = std::ffi::CString::new(target).map_err(|_| io::Error::other("NUL in path"))?;
+    // SAFETY: a valid NUL-terminated path.
+    check_int(unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) })
+}
+
 /// `close_range(first, ~0, 0)`: close every fd from `first` up.
 pub fn close_fds_from(first: RawFd) -> io::Result<()> {
     // SAFETY: integer-only system call; closing fds we no longer use is the point.

@@ -1070,6 +1070,7 @@ fn seccomp_reports_violations_to_a_supervisor(caller: Caller) {
 both_callers!(
     apply_full_policy,
     apply_workspace_quota,
+    apply_private_root,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
 );
@@ -1091,6 +1092,7 @@ fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
         run_as: caller.run_as(),
         namespaces: true,
         workspace_quota: None,
+        private_root: false,
         best_effort: false,
         keep_fds_below: 3,
         violation_fd: None,
@@ -1163,6 +1165,32 @@ fn apply_workspace_quota(caller: Caller) {
     });
     assert_eq!(outcome, Outcome::Passed);
     assert!(!ws.root.join("small").exists(), "the sandbox's files never reach the host directory");
+}
+
+/// The private root: host paths outside the policy do not exist at all (not even for
+/// `stat`, which Landlock does not cover), the policy's paths work as before.
+fn apply_private_root(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let mut policy = realistic_policy(caller, &ws);
+    policy.workspace_quota = Some(lockdown::WorkspaceQuota { path: ws.root.clone(), bytes: 4 * MIB });
+    policy.private_root = true;
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let root = ws.root.clone();
+    let outcome = run(caller, move || {
+        apply(&policy, &filters, parent)?;
+        for hidden in ["/home", "/root", "/etc/passwd", "/proc/self", "/tmp/lockdown-layers-absent"] {
+            expect_io_errno(&format!("stat {hidden}"), fs::metadata(hidden), libc::ENOENT)?;
+        }
+        io_ok("read /etc/ld.so.cache", fs::read("/etc/ld.so.cache"))?;
+        io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
+        io_ok("write the workspace", fs::write(root.join("out"), "written"))?;
+        let null = fs::OpenOptions::new().write(true).open("/dev/null");
+        io_ok("write /dev/null", null.and_then(|mut f| f.write_all(b"x")))?;
+        // The read-only bind answers before Landlock does.
+        expect_io_errno("write /usr (read-only bind)", fs::write("/usr/lockdown-layers", "x"), libc::EROFS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
 }
 
 /// Without a report socket a violation after `apply` kills with SIGSYS.

@@ -45,6 +45,8 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
         run_as: workspace.identity(),
         namespaces: config.namespaces,
         workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
+        // The private root rides on the quota's tmpfs (and mount namespace).
+        private_root: options.disk.is_some(),
         best_effort: config.best_effort,
         keep_fds_below: 3,
         violation_fd: None,
