@@ -368,9 +368,14 @@ fn interleave(report: &mut Report, scenario: &str, unit: &'static str, rounds: u
             let s = (r.run)();
             r.samples.extend(s);
         }
-        if (i + 1) % 10 == 0 {
-            eprint!("\r  {scenario}: round {}/{rounds} ({:.0} s)   ", i + 1, t.elapsed().as_secs_f64());
-        }
+        let filled = (i + 1) * 30 / rounds.max(1);
+        eprint!(
+            "\r  {scenario}: [{}{}] {}/{rounds} ({:.0} s)   ",
+            "#".repeat(filled),
+            ".".repeat(30 - filled),
+            i + 1,
+            t.elapsed().as_secs_f64()
+        );
     }
     eprintln!("\r  {scenario}: {rounds} rounds in {:.1} s          ", t.elapsed().as_secs_f64());
     for r in runners {
