@@ -207,7 +207,8 @@ fn evaluate(code: anyhow::Result<String>, limits: &LimitArgs, engine: &EngineArg
     // Validate before starting R: bad input costs nothing.
     rsandbox::options::validate_code(&code)?;
     options.validate()?;
-    let engine = rsandbox::Engine::start(engine.config())?;
+    // One fork only: warming the zygote for fast later forks would be wasted here.
+    let engine = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })?;
     let result = engine.eval(&code, &options)?;
     if json {
         println!("{}", serde_json::to_string(&result)?);

@@ -78,7 +78,7 @@ impl Engine {
         let audit = config.audit_log.as_deref().map(AuditLog::open).transpose()?;
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
-        let zygote = Zygote::start(&binary, &config.preload, workspaces.path())?;
+        let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
         let inner = EngineInner {
             config,
             zygote: Mutex::new(Arc::new(zygote)),
@@ -110,7 +110,8 @@ impl Engine {
         let mut current = self.inner.zygote.lock().expect("zygote");
         if !current.is_alive() {
             let binary = zygote::locate_zygote(self.inner.config.zygote_path.as_deref())?;
-            *current = Arc::new(Zygote::start(&binary, &self.inner.config.preload, self.inner.workspaces.path())?);
+            let config = &self.inner.config;
+            *current = Arc::new(Zygote::start(&binary, &config.preload, config.warm, self.inner.workspaces.path())?);
         }
         Ok(current.clone())
     }

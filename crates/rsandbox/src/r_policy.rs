@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// System trees R and its shared libraries are loaded from. No home directory, no
 /// `/etc` beyond R's own configuration, fonts, the dynamic linker cache and the time zone.
-pub const SYSTEM_READ_ONLY: [&str; 11] = [
+pub const SYSTEM_READ_ONLY: [&str; 12] = [
     "/usr",
     "/lib",
     "/lib64",
@@ -17,6 +17,8 @@ pub const SYSTEM_READ_ONLY: [&str; 11] = [
     "/bin",
     "/etc/R",
     "/etc/fonts",
+    // fontconfig's cache: without it the first plot in a child rescans every font.
+    "/var/cache/fontconfig",
     "/etc/ld.so.cache",
     "/etc/localtime",
     "/etc/timezone",

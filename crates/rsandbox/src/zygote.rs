@@ -89,12 +89,15 @@ fn zygote_environment(tmpdir: &Path) -> Vec<(String, String)> {
 
 impl Zygote {
     /// Start a zygote and wait until R is up (or report why it is not).
-    pub fn start(binary: &Path, preload: &[String], tmpdir: &Path) -> Result<Zygote, EngineError> {
+    pub fn start(binary: &Path, preload: &[String], warm: bool, tmpdir: &Path) -> Result<Zygote, EngineError> {
         let (ours, theirs) = Channel::pair().map_err(EngineError::io("create the zygote channel"))?;
         let theirs_fd = theirs.as_fd_raw();
         let mut command = Command::new(binary);
         if !preload.is_empty() {
             command.arg("--preload").arg(preload.join(","));
+        }
+        if !warm {
+            command.arg("--no-warm");
         }
         command.env_clear().envs(zygote_environment(tmpdir)).current_dir("/");
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());

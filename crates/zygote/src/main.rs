@@ -19,7 +19,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 const CHANNEL_FD: i32 = 3;
 
 fn main() {
-    let preload = parse_preload(std::env::args().skip(1).collect());
+    let (preload, warm) = parse_args(std::env::args().skip(1).collect());
     if std::env::var_os("R_HOME").is_none() {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("R_HOME", env!("RSANDBOX_R_HOME")) };
@@ -29,7 +29,7 @@ fn main() {
     // No PR_SET_PDEATHSIG here: it fires when the *thread* that spawned us exits, and
     // library users start engines from short-lived threads. A dead supervisor closes the
     // channel instead, and serve() then kills every child and exits.
-    match zygote_process::start(&preload) {
+    match zygote_process::start(&preload, warm) {
         Ok((r, ready)) => {
             send(&channel, &ready);
             zygote_process::serve(&channel, &r)
@@ -41,17 +41,24 @@ fn main() {
     }
 }
 
-fn parse_preload(args: Vec<String>) -> Vec<String> {
-    match args.as_slice() {
-        [] => Vec::new(),
-        [flag, list] if flag == "--preload" => {
-            list.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect()
-        }
-        _ => {
-            eprintln!("usage: rsandbox-zygote [--preload pkg1,pkg2] (started by rsandbox, fd 3 = channel)");
-            std::process::exit(2)
+/// `[--preload pkg1,pkg2] [--no-warm]`.
+fn parse_args(args: Vec<String>) -> (Vec<String>, bool) {
+    let (mut preload, mut warm) = (Vec::new(), true);
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.len()) {
+            ("--preload", n) if n > 0 => {
+                let list = args.next().unwrap_or_default();
+                preload = list.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+            }
+            ("--no-warm", _) => warm = false,
+            _ => {
+                eprintln!("usage: rsandbox-zygote [--preload pkg1,pkg2] [--no-warm] (started by rsandbox, fd 3 = channel)");
+                std::process::exit(2)
+            }
         }
     }
+    (preload, warm)
 }
 
 /// Send an event; a supervisor that has gone away means there is nothing left to do.

@@ -16,13 +16,14 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 /// Start R, load the preloads, and describe the result.
-pub fn start(preload: &[String]) -> Result<(EmbeddedR, ZygoteEvent), String> {
+pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, ZygoteEvent), String> {
     if let Some(bad) = preload.iter().find(|p| !rsandbox::is_package_name(p)) {
         return Err(format!("invalid package name {bad:?}"));
     }
     let r = EmbeddedR::start().map_err(|e| format!("failed to start R: {e}"))?;
     let list = preload.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ");
-    r.eval_strings(&format!("rsandbox_prepare_zygote(c({list}))"))
+    let warm = if warm { "TRUE" } else { "FALSE" };
+    r.eval_strings(&format!("rsandbox_prepare_zygote(c({list}), warm = {warm})"))
         .map_err(|e| format!("failed to prepare the zygote: {e}"))?;
     let one = |code: &str| r.eval_strings(code).map_err(|e| e.to_string());
     let ready = ZygoteEvent::Ready {
