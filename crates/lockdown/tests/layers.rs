@@ -416,7 +416,9 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
+        if let Err(e) = fs::remove_dir_all(&self.root) {
+            eprintln!("could not remove {}: {e}", self.root.display());
+        }
     }
 }
 
