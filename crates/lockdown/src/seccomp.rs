@@ -291,7 +291,7 @@ impl SeccompFilters {
         match report_socket {
             Some(socket) => {
                 let listener = install_with_listener(&notify_instead_of_trap(&self.violations))?;
-                let sent = sys::send_fd(socket, listener);
+                let sent = sys::send_with_fds(socket, b"L", &[listener]);
                 // Close our copy whatever happened: nobody in the sandbox may hold it.
                 sys::close(listener);
                 sent.map_err(SeccompError::Report)?;

@@ -41,39 +41,8 @@ impl Channel {
         if bytes.len() > MAX_MESSAGE || fds.len() > MAX_FDS {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "message too large"));
         }
-        let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
-        // SAFETY: CMSG_SPACE is a pure computation on the length.
-        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(raw.as_slice()) as u32) } as usize;
-        let mut control = vec![0u8; space.max(1)];
-        // SAFETY: a zeroed msghdr is valid; the fields set below point at live buffers.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if !raw.is_empty() {
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = space;
-            // SAFETY: msg_control points at `space` bytes, enough for one cmsg header plus
-            // the fd array, so CMSG_FIRSTHDR is non-null and CMSG_DATA has room for `raw`.
-            unsafe {
-                let cmsg = libc::CMSG_FIRSTHDR(&msg);
-                (*cmsg).cmsg_level = libc::SOL_SOCKET;
-                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-                (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(raw.as_slice()) as u32) as usize;
-                std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(cmsg).cast::<RawFd>(), raw.len());
-            }
-        }
-        loop {
-            // SAFETY: `msg` and everything it points to are live for the call.
-            let n = unsafe { libc::sendmsg(self.fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-            if n >= 0 {
-                return Ok(());
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
-            }
-        }
+        lockdown::fdpass::send_with_fds(self.fd.as_raw_fd(), bytes, &raw)
     }
 
     /// Receive one message and the fds that came with it. `Ok(None)` at end of stream.
