@@ -305,7 +305,7 @@ fn check(json: bool) -> anyhow::Result<u8> {
     println!("landlock         kernel ABI {} (rsandbox needs {}): {}", probe.landlock_abi, probe.landlock_required_abi,
         if probe.landlock_abi >= probe.landlock_required_abi { "applied" } else { "MISSING (refused unless --best-effort)" });
     println!("seccomp          {}", if probe.seccomp { "applied" } else { "MISSING (refused unless --best-effort)" });
-    println!("namespaces       {}", if probe.namespaces { "applied (user when not root, net, ipc, uts)" } else { "unavailable (other layers still hold)" });
+    println!("namespaces       {}", if probe.namespaces { "applied (user when not root, net, ipc, uts, mount: private root, tmpfs workspace)" } else { "unavailable (other layers still hold)" });
     println!("running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
     println!("no_new_privs     applied");
     println!("rlimits          applied (address space, CPU, file size, processes, open files, core 0)");
