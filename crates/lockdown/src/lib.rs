@@ -66,6 +66,9 @@ pub struct Applied {
     /// Size of the private tmpfs workspace, when one was mounted.
     #[serde(default)]
     pub workspace_quota: Option<u64>,
+    /// The process lives in a private root holding only the policy's paths.
+    #[serde(default)]
+    pub private_root: bool,
     /// Identity switched to (when started as root).
     pub identity: Option<Identity>,
     /// Landlock enforcement.
@@ -126,5 +129,13 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         filters.install(policy.violation_fd)?;
         true
     };
-    Ok(Applied { namespaces: namespaces.into_iter().map(String::from).collect(), workspace_quota, identity, landlock, seccomp })
+    let private_root = workspace_quota.is_some() && policy.private_root;
+    Ok(Applied {
+        namespaces: namespaces.into_iter().map(String::from).collect(),
+        workspace_quota,
+        private_root,
+        identity,
+        landlock,
+        seccomp,
+    })
 }

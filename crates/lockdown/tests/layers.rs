@@ -1105,6 +1105,7 @@ fn expected_applied(caller: Caller) -> Applied {
     Applied {
         namespaces: caller.namespaces().into_iter().map(String::from).collect(),
         workspace_quota: None,
+        private_root: false,
         identity: caller.run_as(),
         landlock: LandlockEnforcement::Full,
         seccomp: true,
@@ -1180,7 +1181,7 @@ fn apply_private_root(caller: Caller) {
     let parent = this_pid();
     let root = ws.root.clone();
     let outcome = run(caller, move || {
-        apply(&policy, &filters, parent)?;
+        check_eq("private_root reported", apply(&policy, &filters, parent)?.private_root, true)?;
         for hidden in ["/home", "/root", "/etc/passwd", "/proc/self", "/tmp/lockdown-layers-absent"] {
             expect_io_errno(&format!("stat {hidden}"), fs::metadata(hidden), libc::ENOENT)?;
         }

@@ -249,6 +249,7 @@ impl SandboxChild {
             layers: lockdown::Applied {
                 namespaces: Vec::new(),
                 workspace_quota: None,
+                private_root: false,
                 identity: None,
                 landlock: lockdown::LandlockEnforcement::None,
                 seccomp: false,
