@@ -179,3 +179,38 @@ fn sessions_run_concurrently_and_a_busy_session_says_so() {
     let ((a0, a1), (b0, b1)) = (span(3), span(4));
     assert!(a0 < b1 && b0 < a1, "the two executes did not overlap: a {a0}..{a1}, b {b0}..{b1}");
 }
+
+#[test]
+fn floods_of_requests_and_sessions_are_bounded() {
+    let mut s = Server::start();
+    // 80 slow evaluations at once: at most 64 run, the rest are told `busy` at once.
+    for id in 0..80 {
+        s.send(json!({"id": id, "op": "eval", "code": "Sys.sleep(1); 1"}));
+    }
+    let (mut ok, mut busy) = (0, 0);
+    for _ in 0..80 {
+        let v = s.recv();
+        if v["error"]["code"] == "busy" {
+            busy += 1;
+        } else {
+            assert_eq!(v["result"]["outcome"], "ok", "{v}");
+            ok += 1;
+        }
+    }
+    assert_eq!((ok, busy), (64, 16));
+    // Sessions hold a sandbox each: the 65th is refused, closing one frees a slot.
+    let mut ids = Vec::new();
+    for id in 100..165 {
+        s.send(json!({"id": id, "op": "session.create"}));
+        let v = s.recv_id(id);
+        match v["session"].as_str() {
+            Some(sid) => ids.push(sid.to_string()),
+            None => assert_eq!(v["error"]["code"], "busy", "{v}"),
+        }
+    }
+    assert_eq!(ids.len(), 64);
+    s.send(json!({"id": 200, "op": "session.close", "session": ids[0]}));
+    assert_eq!(s.recv_id(200)["closed"], true);
+    s.send(json!({"id": 201, "op": "session.create"}));
+    assert!(s.recv_id(201)["session"].is_string(), "a slot freed by close");
+}

@@ -24,6 +24,10 @@ use std::time::Duration;
 pub const MAX_LINE: usize = 4 << 20;
 /// How long a tool call waits for the client's `tool_result`.
 const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Requests in flight at once (each may hold a sandbox); more get `busy` at once.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Sessions open at once (each holds a sandbox process); more get `busy`.
+pub const MAX_SESSIONS: usize = 64;
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
@@ -87,6 +91,7 @@ struct Server {
     /// Set when stdin ends: tool calls then fail at once instead of waiting for a
     /// client that is gone.
     closing: Arc<std::sync::atomic::AtomicBool>,
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 /// Serve until `input` ends; every in-flight request finishes first.
@@ -98,6 +103,7 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
         pending: Arc::default(),
         next_call: Arc::new(AtomicU64::new(1)),
         closing: Arc::default(),
+        in_flight: Default::default(),
     });
     let mut workers = Vec::new();
     let mut lines = LineReader { input, buf: Vec::new() };
@@ -106,9 +112,23 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
             Err(len) => server.error(&Value::Null, "line_too_long", &format!("request line of {len} bytes exceeds {MAX_LINE}")),
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
+                // Tool results are answered inline: an execute may be waiting for one.
+                if is_tool_result(&text) {
+                    server.handle(&text);
+                    continue;
+                }
+                if server.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
+                    server.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+                    server.error(&id, "busy", &format!("{MAX_IN_FLIGHT} requests are already in flight"));
+                    continue;
+                }
                 let server = server.clone();
                 workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
-                workers.push(std::thread::spawn(move || server.handle(&text)));
+                workers.push(std::thread::spawn(move || {
+                    server.handle(&text);
+                    server.in_flight.fetch_sub(1, Ordering::SeqCst);
+                }));
             }
         }
     }
@@ -120,6 +140,10 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
         // A panicking request already answered nothing; the others are unaffected.
         w.join().ok();
     }
+}
+
+fn is_tool_result(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("op").and_then(Value::as_str) == Some("tool_result"))
 }
 
 /// Reads lines, refusing (and skipping) those longer than [`MAX_LINE`].
@@ -279,6 +303,9 @@ impl Server {
     }
 
     fn create_session(&self, specs: Vec<ToolSpec>, limits: &Limits) -> Result<String, (&'static str, String)> {
+        if self.sessions.lock().expect("sessions").len() >= MAX_SESSIONS {
+            return Err(("busy", format!("{MAX_SESSIONS} sessions are open; close one first")));
+        }
         let options = options_from(limits, None).map_err(|e| (error_code(&e), e.to_string()))?;
         let session_id: Arc<Mutex<String>> = Arc::default();
         let mut tools = Vec::new();
