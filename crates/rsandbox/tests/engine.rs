@@ -309,3 +309,27 @@ fn random_numbers_differ_between_children_and_continue_within_a_session() {
     let reference = e.eval("set.seed(7); c(runif(1), runif(1))", &EvalOptions::default()).unwrap().value;
     assert_eq!(json!(in_session), reference, "set.seed in one execute governs the next");
 }
+
+#[test]
+fn a_dead_zygote_is_restarted_on_the_next_request() {
+    let e = Engine::start(EngineConfig::default()).unwrap();
+    assert_eq!(e.eval("1", &EvalOptions::default()).unwrap().value, json!(1));
+    let old = e.info().pid;
+    // SAFETY: signalling the zygote this test started.
+    assert_eq!(unsafe { libc::kill(old as i32, libc::SIGKILL) }, 0);
+    // The next request may race the engine noticing; within a few tries it must work
+    // on a fresh zygote.
+    let mut result = None;
+    for _ in 0..50 {
+        match e.eval("2", &EvalOptions::default()) {
+            Ok(r) => {
+                result = Some(r);
+                break;
+            }
+            Err(EngineError::ZygoteGone(_)) => std::thread::sleep(Duration::from_millis(100)),
+            Err(other) => panic!("unexpected error after the zygote died: {other}"),
+        }
+    }
+    assert_eq!(result.expect("the engine recovered").value, json!(2));
+    assert_ne!(e.info().pid, old, "a new zygote serves");
+}
