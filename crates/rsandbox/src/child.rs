@@ -163,7 +163,9 @@ impl ViolationWatch {
                     self.syscall.get_or_insert(n.syscall);
                     true
                 }
-                // The caller died before we looked (ENOENT); nothing left to report.
+                // The caller died before we looked: that notification is gone, but the
+                // listener must stay, or later violations would only fail with ENOSYS.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => false,
                 Err(_) => {
                     self.listener = None;
                     false
