@@ -16,6 +16,22 @@
 //!    limit cannot break the ruleset.
 //! 6. [`seccomp`]: last, so that nothing above needs a call the filter forbids.
 //!
+//! ```
+//! use lockdown::{Limits, Policy, SeccompFilters};
+//!
+//! // Build and check a policy, and compile its filters, before any fork.
+//! let policy = Policy {
+//!     read_only: vec!["/usr".into(), "/lib".into()],
+//!     limits: Limits { cpu_seconds: Some(5), processes: Some(16), ..Limits::default() },
+//!     ..Policy::default()
+//! };
+//! policy.validate()?;
+//! let filters = SeccompFilters::build(policy.seccomp_profile())?;
+//! assert!(filters.instruction_count() > 0);
+//! // In the freshly forked child: lockdown::apply(&policy, &filters, parent_pid)
+//! # Ok::<(), lockdown::errors::PolicyError>(())
+//! ```
+//!
 //! # Compatibility
 //! Linux only. The full policy needs Landlock ABI 6 (Linux 6.12) and seccomp; when either
 //! is missing [`apply`] fails unless [`Policy::best_effort`] is set, and then
