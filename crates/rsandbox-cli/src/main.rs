@@ -69,6 +69,10 @@ enum Command {
         /// Read requests from standard input (the only transport so far).
         #[arg(long, required = true)]
         stdio: bool,
+        /// Children kept forked and locked down ahead of requests, per limit set in use
+        /// (default: one per core).
+        #[arg(long)]
+        prefork: Option<usize>,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -175,7 +179,7 @@ fn main() -> ExitCode {
         Command::Eval { code, limits, engine, json } => evaluate(Ok(code), &limits, &engine, json),
         Command::Run { file, limits, engine, json } => evaluate(read_source(&file), &limits, &engine, json),
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, engine } => serve(&engine),
+        Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
         Command::Lint { file, json } => lint(read_source(&file), json),
         Command::Check { json } => check(json),
     };
@@ -274,7 +278,7 @@ fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool)
 }
 
 fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
-    let findings = rsandbox::lint::lint(&code?);
+    let findings = fronts::lint::lint(&code?);
     if json {
         println!("{}", serde_json::to_string(&findings)?);
     } else {
@@ -286,9 +290,10 @@ fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn serve(engine: &EngineArgs) -> anyhow::Result<u8> {
-    let engine = rsandbox::Engine::start(engine.config())?;
-    rsandbox::stdio_server::serve(engine, std::io::stdin().lock(), std::io::stdout());
+fn serve(engine: &EngineArgs, prefork: Option<usize>) -> anyhow::Result<u8> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
+    fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout());
     Ok(0)
 }
 

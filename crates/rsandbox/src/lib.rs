@@ -14,19 +14,16 @@
 #![deny(missing_docs)]
 
 pub mod audit;
-pub mod channel;
 pub mod child;
 pub mod errors;
-pub mod lint;
 pub mod exec;
 pub mod options;
 pub mod pool;
-pub mod protocol;
 pub mod r_policy;
 pub mod result;
 pub mod session;
-pub mod stdio_server;
 pub mod tools;
+mod warm;
 pub mod workspace;
 pub mod zygote;
 
@@ -41,7 +38,8 @@ use audit::AuditLog;
 use child::{Request, SandboxChild, ToolEvent};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use warm::WarmSets;
 use workspace::{Workspace, WorkspaceRoot};
 use zygote::{Zygote, ZygoteInfo};
 
@@ -53,6 +51,8 @@ pub struct Engine {
 }
 
 struct EngineInner {
+    /// First field: dropped first, so waiting children go while the rest still exists.
+    warm: Mutex<WarmSets>,
     config: EngineConfig,
     zygote: Mutex<Arc<Zygote>>,
     workspaces: WorkspaceRoot,
@@ -80,6 +80,7 @@ impl Engine {
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
         let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
         let inner = EngineInner {
+            warm: Mutex::default(),
             config,
             zygote: Mutex::new(Arc::new(zygote)),
             workspaces,
@@ -87,7 +88,44 @@ impl Engine {
             next_id: AtomicU64::new(1),
             retired: Mutex::new(spawn_reaper()),
         };
-        Ok(Engine { inner: Arc::new(inner) })
+        let engine = Engine { inner: Arc::new(inner) };
+        if engine.inner.config.prefork > 0 {
+            // The default limits are what most requests use: have their children ready.
+            engine.warm_set(&EvalOptions::default());
+        }
+        Ok(engine)
+    }
+
+    /// The engine again, from a thread that must not keep it alive on its own.
+    pub(crate) fn upgrade(weak: &Weak<EngineInner>) -> Option<Engine> {
+        weak.upgrade().map(|inner| Engine { inner })
+    }
+
+    fn warm_set(&self, options: &EvalOptions) -> Arc<warm::WarmSet> {
+        self.inner.warm.lock().expect("warm sets").set_for(self, options, self.inner.config.prefork)
+    }
+
+    /// A child with these limits and tools: a pre-forked one when the engine keeps
+    /// children ready (its tools are defined now), else forked on demand.
+    pub(crate) fn take_child(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        options.validate()?;
+        if self.inner.config.prefork == 0 {
+            return self.prepare(options, tools);
+        }
+        let Some(mut prepared) = self.warm_set(options).take() else {
+            return self.prepare(options, tools);
+        };
+        if let Err(e) = prepared.child.define_tools(tools) {
+            self.retire(prepared);
+            return Err(e);
+        }
+        Ok(prepared)
+    }
+
+    /// Children waiting ahead of requests, over all limit sets.
+    pub fn warm_status(&self) -> WarmStatus {
+        let (idle, dead, limit_sets) = self.inner.warm.lock().expect("warm sets").status();
+        WarmStatus { idle, dead, limit_sets, per_set: self.inner.config.prefork }
     }
 
     /// What the zygote reported (R version, R home, library paths).
@@ -206,8 +244,7 @@ impl Engine {
     /// Evaluate `code` in a fresh, isolated R process (no state carried over).
     pub fn eval(&self, code: &str, options: &EvalOptions) -> Result<EvalResult, EngineError> {
         options::validate_code(code)?;
-        options.validate()?;
-        let mut prepared = self.prepare(options, &[])?;
+        let mut prepared = self.take_child(options, &[])?;
         let id = self.new_id("eval");
         let result = self.run(&mut prepared, &id, code, options, &[], 0);
         self.retire(prepared);
@@ -230,6 +267,26 @@ impl Engine {
     }
 }
 
+/// Children an engine keeps ready ([`EngineConfig::prefork`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WarmStatus {
+    /// Forked, locked down and waiting.
+    pub idle: usize,
+    /// Found dead while waiting and discarded.
+    pub dead: usize,
+    /// Limit sets with children kept ready.
+    pub limit_sets: usize,
+    /// Children kept ready per limit set.
+    pub per_set: usize,
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        // The replenishers hold the engine weakly; closing the sets stops them.
+        self.warm.lock().map(|mut w| w.clear()).ok();
+    }
+}
+
 fn spawn_reaper() -> std::sync::mpsc::Sender<Prepared> {
     let (tx, rx) = std::sync::mpsc::channel::<Prepared>();
     std::thread::Builder::new()
@@ -239,8 +296,4 @@ fn spawn_reaper() -> std::sync::mpsc::Sender<Prepared> {
     tx
 }
 
-/// R package names: letters, digits and dots, starting with a letter.
-pub fn is_package_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
-}
+pub use wire::names::is_package_name;

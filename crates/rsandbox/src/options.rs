@@ -28,6 +28,10 @@ pub struct EngineConfig {
     /// Warm graphics and the evaluation path in the zygote (about 170 ms at start-up)
     /// so that every child starts fast. Off only for an engine that forks once.
     pub warm: bool,
+    /// Children kept forked, locked down and warmed up ahead of requests, per limit set
+    /// in use (`eval` and new sessions take one instead of forking). 0: fork per request,
+    /// right for an engine that serves one evaluation.
+    pub prefork: usize,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +45,7 @@ impl Default for EngineConfig {
             uid_base: 2_000_000_000,
             audit_log: None,
             warm: true,
+            prefork: 0,
         }
     }
 }

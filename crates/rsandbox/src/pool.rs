@@ -8,9 +8,10 @@
 use crate::errors::EngineError;
 use crate::options::EvalOptions;
 use crate::result::EvalResult;
+use crate::warm::WarmSet;
 use crate::{Engine, Prepared};
 use serde::Serialize;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Counts of the pool's children.
@@ -26,25 +27,15 @@ pub struct PoolStatus {
     pub size: usize,
 }
 
-#[derive(Default)]
-struct State {
-    idle: Vec<Prepared>,
-    /// Forks in progress by the replenishers (counted so they do not overshoot).
-    forking: usize,
-    busy: usize,
-    dead: usize,
-    closed: bool,
-}
-
-type Shared = Arc<(Mutex<State>, Condvar)>;
-
 /// A pool of `size` concurrent sandboxes with fixed limits.
 pub struct Pool {
     engine: Engine,
     options: EvalOptions,
     size: usize,
     acquire_timeout: Duration,
-    shared: Shared,
+    /// Requests running now, bounded by `size`.
+    busy: (Mutex<usize>, Condvar),
+    children: WarmSet,
     reset_between_uses: bool,
 }
 
@@ -62,18 +53,15 @@ impl Pool {
         if size == 0 {
             return Err(crate::InputError::BadLimit { what: "pool size".into(), value: "0".into() }.into());
         }
-        let shared: Shared = Arc::default();
+        // The first children are forked here, so that a pool that cannot start says so.
+        let mut first = Vec::with_capacity(size);
         for _ in 0..size {
-            let prepared = engine.prepare_warm(&options)?;
-            shared.0.lock().expect("pool").idle.push(prepared);
+            first.push(engine.prepare_warm(&options)?);
         }
-        // Children lock themselves down in parallel: one replenisher per core keeps the
-        // zygote's (serial) forks and the children's lockdowns overlapping.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for _ in 0..cores.min(size) {
-            spawn_replenisher(engine.clone(), options.clone(), size, shared.clone());
-        }
-        Ok(Pool { engine, options, size, acquire_timeout, shared, reset_between_uses: true })
+        let children = WarmSet::start(&engine, options.clone(), size);
+        first.into_iter().for_each(|p| children.add(p));
+        let busy = (Mutex::new(0), Condvar::new());
+        Ok(Pool { engine, options, size, acquire_timeout, busy, children, reset_between_uses: true })
     }
 
     /// Whether a session returned to the pool is reset (default) or handed, state and
@@ -119,38 +107,31 @@ impl Pool {
 
     /// Take a slot (and an idle child if there is one).
     fn acquire(&self) -> Result<Option<Prepared>, EngineError> {
-        let (lock, cond) = &*self.shared;
+        let (lock, cond) = &self.busy;
         let deadline = Instant::now() + self.acquire_timeout;
-        let mut state = lock.lock().expect("pool");
-        while state.busy >= self.size {
+        let mut busy = lock.lock().expect("pool");
+        while *busy >= self.size {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(EngineError::AcquireTimeout(self.acquire_timeout));
             }
-            state = cond.wait_timeout(state, left).expect("pool").0;
+            busy = cond.wait_timeout(busy, left).expect("pool").0;
         }
-        state.busy += 1;
-        while let Some(p) = state.idle.pop() {
-            if p.child.is_alive() {
-                cond.notify_all();
-                return Ok(Some(p));
-            }
-            state.dead += 1;
-        }
-        cond.notify_all();
-        Ok(None)
+        *busy += 1;
+        drop(busy);
+        Ok(self.children.take())
     }
 
     fn release(&self) {
-        let (lock, cond) = &*self.shared;
-        lock.lock().expect("pool").busy -= 1;
+        let (lock, cond) = &self.busy;
+        *lock.lock().expect("pool") -= 1;
         cond.notify_all();
     }
 
     /// Idle, busy and dead counts.
     pub fn status(&self) -> PoolStatus {
-        let state = self.shared.0.lock().expect("pool");
-        PoolStatus { idle: state.idle.len(), busy: state.busy, dead: state.dead, size: self.size }
+        let (idle, dead) = self.children.counts();
+        PoolStatus { idle, busy: *self.busy.0.lock().expect("pool"), dead, size: self.size }
     }
 }
 
@@ -182,60 +163,9 @@ impl Drop for PooledSession<'_> {
             if self.pool.reset_between_uses || !prepared.child.is_alive() {
                 self.pool.engine.retire(prepared);
             } else {
-                let (lock, cond) = &*self.pool.shared;
-                lock.lock().expect("pool").idle.push(prepared);
-                cond.notify_all();
+                self.pool.children.add(prepared);
             }
         }
         self.pool.release();
     }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let (lock, cond) = &*self.shared;
-        let mut state = lock.lock().expect("pool");
-        state.closed = true;
-        state.idle.clear();
-        cond.notify_all();
-    }
-}
-
-/// Keep `size` children idle: fork a replacement whenever one is taken.
-fn spawn_replenisher(engine: Engine, options: EvalOptions, size: usize, shared: Shared) {
-    std::thread::Builder::new()
-        .name("rsandbox-pool".into())
-        .spawn(move || loop {
-            {
-                let (lock, cond) = &*shared;
-                let mut state = lock.lock().expect("pool");
-                while !state.closed && state.idle.len() + state.forking >= size {
-                    state = cond.wait(state).expect("pool");
-                }
-                if state.closed {
-                    return;
-                }
-                state.forking += 1;
-            }
-            let prepared = engine.prepare_warm(&options);
-            let (lock, cond) = &*shared;
-            let mut state = lock.lock().expect("pool");
-            state.forking -= 1;
-            match prepared {
-                Ok(prepared) => {
-                    if state.closed {
-                        return;
-                    }
-                    state.idle.push(prepared);
-                    cond.notify_all();
-                }
-                // A failed fork (zygote restarting): back off, then try again.
-                Err(e) => {
-                    drop(state);
-                    eprintln!("rsandbox: pool failed to fork a child: {e}");
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            }
-        })
-        .expect("failed to start the pool thread");
 }

@@ -42,7 +42,7 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn start(engine: Engine, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
-        let prepared = engine.prepare(&options, &tools)?;
+        let prepared = engine.take_child(&options, &tools)?;
         let id = engine.new_id("session");
         engine.audit("session_start", &id, json!({"tools": tools.iter().map(|t| &t.spec.name).collect::<Vec<_>>()}));
         Ok(Session { engine, id, options, tools, current: Mutex::new(Some(prepared)) })
@@ -62,7 +62,7 @@ impl Session {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
         if slot.is_none() {
-            *slot = Some(self.engine.prepare(&self.options, &self.tools)?);
+            *slot = Some(self.engine.take_child(&self.options, &self.tools)?);
         }
         let prepared = slot.as_mut().expect("just filled");
         let per_call = EvalOptions { timeout: options.timeout, max_output: options.max_output, ..self.options.clone() };
@@ -89,7 +89,9 @@ impl Session {
             if let Some(old) = slot.take() {
                 self.engine.retire(old);
             }
-            *slot = self.engine.prepare(&self.options, &self.tools).ok();
+            // A failure here is not this result's: the next execute tries again and
+            // reports it.
+            *slot = self.engine.take_child(&self.options, &self.tools).ok();
             result.reset = true;
             result.reset_reason = Some(reason);
         }

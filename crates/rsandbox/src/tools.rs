@@ -130,22 +130,7 @@ pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t
     Ok(tool)
 }
 
-/// R's syntactic names: letters, digits, `.` and `_`, starting with a letter or a dot
-/// not followed by a digit; reserved words excluded.
-pub fn is_r_identifier(name: &str) -> bool {
-    const RESERVED: [&str; 20] = [
-        "if", "else", "repeat", "while", "function", "for", "next", "break", "TRUE", "FALSE", "NULL", "Inf", "NaN",
-        "NA", "NA_integer_", "NA_real_", "NA_character_", "NA_complex_", "in", "...",
-    ];
-    let mut chars = name.chars();
-    let Some(first) = chars.next() else { return false };
-    let second = name.chars().nth(1);
-    let starts_ok = first.is_ascii_alphabetic() || (first == '.' && !second.is_some_and(|c| c.is_ascii_digit()));
-    starts_ok
-        && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
-        && !RESERVED.contains(&name)
-}
+pub use wire::names::is_r_identifier;
 
 #[cfg(test)]
 mod tests {

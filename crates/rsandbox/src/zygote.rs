@@ -1,9 +1,7 @@
 //! The supervisor's handle on a zygote process: start it with a clean environment, send
 //! spawn requests, and route its events to the evaluation waiting for them.
 
-use crate::channel::Channel;
 use crate::errors::EngineError;
-use crate::protocol::{ZygoteEvent, ZygoteRequest};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -12,6 +10,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
+use wire::messages::{ZygoteEvent, ZygoteRequest};
+use wire::zygote_link::{SpawnFds, StartUp, ZygoteLink};
 
 /// What the zygote reported at start-up.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ type Routes = Arc<Mutex<HashMap<u64, Sender<Routed>>>>;
 
 /// A running zygote.
 pub struct Zygote {
-    channel: Arc<Channel>,
+    link: Arc<ZygoteLink>,
     process: Arc<Mutex<std::process::Child>>,
     routes: Routes,
     alive: Arc<AtomicBool>,
@@ -90,8 +90,8 @@ fn zygote_environment(tmpdir: &Path) -> Vec<(String, String)> {
 impl Zygote {
     /// Start a zygote and wait until R is up (or report why it is not).
     pub fn start(binary: &Path, preload: &[String], warm: bool, tmpdir: &Path) -> Result<Zygote, EngineError> {
-        let (ours, theirs) = Channel::pair().map_err(EngineError::io("create the zygote channel"))?;
-        let theirs_fd = theirs.as_fd_raw();
+        let (link, theirs) = ZygoteLink::pair().map_err(|e| EngineError::ZygoteStart(e.to_string()))?;
+        let theirs_fd = theirs.as_raw_fd();
         let mut command = Command::new(binary);
         if !preload.is_empty() {
             command.arg("--preload").arg(preload.join(","));
@@ -118,25 +118,23 @@ impl Zygote {
             .map_err(|e| EngineError::ZygoteStart(format!("failed to run {}: {e}", binary.display())))?;
         drop(theirs);
         let pid = process.id();
-        let ready = match ours.recv() {
-            Ok(Some((bytes, _))) => serde_json::from_slice::<ZygoteEvent>(&bytes)
-                .map_err(|e| EngineError::ZygoteStart(format!("bad start-up message: {e}")))?,
-            Ok(None) => return Err(EngineError::ZygoteStart("the zygote exited during start-up".into())),
-            Err(e) => return Err(EngineError::ZygoteStart(format!("failed to read from the zygote: {e}"))),
+        let info = match link.await_start_up() {
+            Ok(StartUp::Ready(r)) => ZygoteInfo {
+                r_version: r.r_version,
+                r_home: r.r_home,
+                library_paths: r.library_paths,
+                preloaded: r.preloaded,
+                pid,
+            },
+            Ok(StartUp::Failed(error)) => return Err(EngineError::ZygoteStart(error)),
+            Err(e) => return Err(EngineError::ZygoteStart(format!("during start-up: {e}"))),
         };
-        let info = match ready {
-            ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded } => {
-                ZygoteInfo { r_version, r_home, library_paths, preloaded, pid }
-            }
-            ZygoteEvent::StartFailed { error } => return Err(EngineError::ZygoteStart(error)),
-            other => return Err(EngineError::ZygoteStart(format!("expected ready, got {other:?}"))),
-        };
-        let channel = Arc::new(ours);
+        let link = Arc::new(link);
         let routes: Routes = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
         let process = Arc::new(Mutex::new(process));
-        spawn_router(channel.clone(), routes.clone(), alive.clone(), process.clone());
-        Ok(Zygote { channel, process, routes, alive, next_req: AtomicU64::new(1), info })
+        spawn_router(link.clone(), routes.clone(), alive.clone(), process.clone());
+        Ok(Zygote { link, process, routes, alive, next_req: AtomicU64::new(1), info })
     }
 
     /// What the zygote reported at start-up.
@@ -151,15 +149,18 @@ impl Zygote {
 
     /// Ask for a child. Returns the request id and the stream of events for it
     /// (`Spawned` with a pidfd, or `SpawnFailed`; later `Exited`).
-    pub fn spawn(&self, request: impl FnOnce(u64) -> ZygoteRequest, fds: &[BorrowedFd<'_>]) -> Result<(u64, Receiver<Routed>), EngineError> {
+    pub fn spawn(
+        &self,
+        request: impl FnOnce(u64) -> ZygoteRequest,
+        fds: SpawnFds<BorrowedFd<'_>>,
+    ) -> Result<(u64, Receiver<Routed>), EngineError> {
         if !self.is_alive() {
             return Err(EngineError::ZygoteGone("it exited earlier".into()));
         }
         let req = self.next_req.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = channel();
         self.routes.lock().expect("routes").insert(req, tx);
-        let bytes = serde_json::to_vec(&request(req)).expect("requests serialise");
-        if let Err(e) = self.channel.send(&bytes, fds) {
+        if let Err(e) = self.link.request_spawn(&request(req), fds) {
             self.routes.lock().expect("routes").remove(&req);
             return Err(EngineError::ZygoteGone(format!("failed to send to the zygote: {e}")));
         }
@@ -185,17 +186,27 @@ impl Drop for Zygote {
     }
 }
 
-fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>, process: Arc<Mutex<std::process::Child>>) {
+fn spawn_router(link: Arc<ZygoteLink>, routes: Routes, alive: Arc<AtomicBool>, process: Arc<Mutex<std::process::Child>>) {
     std::thread::Builder::new()
         .name("rsandbox-zygote-events".into())
         .spawn(move || {
-            while let Ok(Some((bytes, mut fds))) = channel.recv() {
-                let Ok(event) = serde_json::from_slice::<ZygoteEvent>(&bytes) else { break };
+            loop {
+                let (event, fd) = match link.next_event() {
+                    Ok(Some(e)) => e,
+                    Ok(None) => break,
+                    // A zygote that breaks protocol is not trusted to serve again.
+                    Err(e) => {
+                        eprintln!("rsandbox: {e}");
+                        break;
+                    }
+                };
                 let req = match &event {
                     ZygoteEvent::Spawned { req, .. } | ZygoteEvent::SpawnFailed { req, .. } | ZygoteEvent::Exited { req, .. } => *req,
-                    _ => continue,
+                    other => {
+                        eprintln!("rsandbox: expected an event for a spawn request from the zygote, got {}", other.tag());
+                        break;
+                    }
                 };
-                let fd = fds.pop();
                 let route = routes.lock().expect("routes").get(&req).cloned();
                 if let Some(tx) = route {
                     // The evaluation may have given up (timeout); then nobody needs this.
@@ -213,15 +224,4 @@ fn spawn_router(channel: Arc<Channel>, routes: Routes, alive: Arc<AtomicBool>, p
             routes.lock().expect("routes").clear();
         })
         .expect("failed to start the zygote event thread");
-}
-
-trait RawOf {
-    fn as_fd_raw(&self) -> i32;
-}
-
-impl RawOf for Channel {
-    fn as_fd_raw(&self) -> i32 {
-        use std::os::fd::AsFd;
-        self.as_fd().as_raw_fd()
-    }
 }

@@ -333,3 +333,77 @@ fn a_dead_zygote_is_restarted_on_the_next_request() {
     assert_eq!(result.expect("the engine recovered").value, json!(2));
     assert_ne!(e.info().pid, old, "a new zygote serves");
 }
+
+fn preforking_engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::start(EngineConfig { prefork: 2, ..EngineConfig::default() }).expect("engine starts"))
+}
+
+fn wait_for_idle(e: &Engine, at_least: usize) -> rsandbox::WarmStatus {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = e.warm_status();
+        if status.idle >= at_least || std::time::Instant::now() > deadline {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_preforking_engine_serves_evals_and_sessions_from_waiting_children() {
+    let e = preforking_engine();
+    let before = wait_for_idle(e, 2);
+    assert_eq!((before.idle, before.limit_sets, before.per_set), (2, 1, 2), "{before:?}");
+    let pid = |r: &rsandbox::EvalResult| r.value.as_i64().unwrap();
+    let first = e.eval("Sys.getpid()", &EvalOptions::default()).unwrap();
+    assert_eq!(first.outcome, Outcome::Ok);
+    // A waiting child was used: fewer idle now, until the replenisher forks again.
+    let second = e.eval("exists('x')", &EvalOptions::default()).unwrap();
+    assert_eq!(second.value, json!(false), "children share no state");
+    assert_ne!(pid(&first), e.eval("Sys.getpid()", &EvalOptions::default()).map(|r| pid(&r)).unwrap());
+
+    // A session with tools takes a waiting child and defines its tools in it.
+    wait_for_idle(e, 2);
+    let add = tool("add", &[("a", ArgType::Numeric), ("b", ArgType::Numeric)], |a| {
+        Ok(json!(a["a"].as_f64().unwrap() + a["b"].as_f64().unwrap()))
+    });
+    let s = e.session(EvalOptions::default(), vec![add]).unwrap();
+    let r = s.execute("y <- add(2, 3); y * 2", &quick()).unwrap();
+    assert_eq!((r.outcome, r.value.as_f64()), (Outcome::Ok, Some(10.0)), "{r:?}");
+    // After a reset the session's new child has the tools too.
+    let reset = s.execute("quit(status = 0)", &quick()).unwrap();
+    assert!(reset.reset);
+    let again = s.execute("exists('y'); add(1, 1)", &quick()).unwrap();
+    assert_eq!(again.value.as_f64(), Some(2.0), "{again:?}");
+
+    // Another limit set gets its own children.
+    let small = EvalOptions { memory: Some(512 << 20), ..EvalOptions::default() };
+    assert_eq!(e.eval("1 + 1", &small).unwrap().value, json!(2));
+    assert_eq!(wait_for_idle(e, 4).limit_sets, 2);
+}
+
+#[test]
+fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
+    let e = engine();
+    let zygote_binary = rsandbox::zygote::locate_zygote(None).unwrap();
+    let root = tempdir_for_test();
+    let zygote = Arc::new(rsandbox::zygote::Zygote::start(&zygote_binary, &[], false, &root).unwrap());
+    let bad = lockdown::Policy { read_only: vec!["relative/path".into()], ..lockdown::Policy::default() };
+    let err = rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[]).err().expect("refused");
+    assert!(matches!(err, EngineError::Setup(_)), "{err:?}");
+    assert!(err.to_string().contains("refused a spawn request: invalid policy"), "{err}");
+    let bad_env = vec![("A=B".to_string(), "x".to_string())];
+    let err = rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[]).err().unwrap();
+    assert!(err.to_string().contains("invalid environment variable \"A=B\""), "{err}");
+    // The zygote keeps serving after refusals.
+    assert!(zygote.is_alive());
+    assert_eq!(e.eval("1", &EvalOptions::default()).unwrap().outcome, Outcome::Ok);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+fn tempdir_for_test() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rsandbox-engine-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -58,7 +58,6 @@ impl EmbeddedR {
         unsafe { R_PreserveObject(helpers) };
         eval_source_in(EVAL_R, helpers)?;
         eval_source_in(TOOLS_R, helpers)?;
-        crate::tool_calls::register_native_routines();
         Ok(EmbeddedR { helpers })
     }
 

@@ -11,9 +11,8 @@ mod sandbox_child;
 mod tool_calls;
 mod zygote_process;
 
-use rsandbox::channel::Channel;
-use rsandbox::protocol::ZygoteEvent;
 use std::os::fd::{FromRawFd, OwnedFd};
+use wire::zygote_link::SupervisorLink;
 
 /// The fd on which the supervisor hands us our channel.
 const CHANNEL_FD: i32 = 3;
@@ -25,17 +24,17 @@ fn main() {
         unsafe { std::env::set_var("R_HOME", env!("RSANDBOX_R_HOME")) };
     }
     // SAFETY: fd 3 is the channel the supervisor passed us; nothing else owns it.
-    let channel = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) });
+    let link = SupervisorLink::from_fd(unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) });
     // No PR_SET_PDEATHSIG here: it fires when the *thread* that spawned us exits, and
     // library users start engines from short-lived threads. A dead supervisor closes the
     // channel instead, and serve() then kills every child and exits.
     match zygote_process::start(&preload, warm) {
         Ok((r, ready)) => {
-            send(&channel, &ready);
-            zygote_process::serve(&channel, &r)
+            or_exit(link.announce_ready(ready));
+            zygote_process::serve(&link, &r)
         }
         Err(error) => {
-            send(&channel, &ZygoteEvent::StartFailed { error });
+            or_exit(link.report_start_failed(error));
             std::process::exit(1)
         }
     }
@@ -61,10 +60,10 @@ fn parse_args(args: Vec<String>) -> (Vec<String>, bool) {
     (preload, warm)
 }
 
-/// Send an event; a supervisor that has gone away means there is nothing left to do.
-pub fn send(channel: &Channel, event: &ZygoteEvent) {
-    let bytes = serde_json::to_vec(event).expect("events serialise");
-    if channel.send(&bytes, &[]).is_err() {
+/// After a failed send to the supervisor: it has gone away, so there is nothing left to
+/// do (its end closing also makes `serve` kill every child).
+pub fn or_exit(sent: Result<(), wire::WireError>) {
+    if sent.is_err() {
         std::process::exit(0);
     }
 }

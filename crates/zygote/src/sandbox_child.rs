@@ -10,14 +10,14 @@ use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
 use base64::Engine as _;
 use lockdown::{Policy, SeccompFilters};
-use rsandbox::protocol::{read_frame, write_frame, ChildReport, ChildRequest, ToolStub, MAX_FRAME};
 use std::fs::File;
 use std::io::{self, Read};
-use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use wire::child_link::{HostLink, CHILD_CHANNEL_FD};
+use wire::messages::{ChildReport, ChildRequest, ToolStub};
+use wire::zygote_link::SpawnFds;
 
-const CHANNEL: RawFd = 3;
 const VIOLATION: RawFd = 4;
 /// Exit status when the lockdown failed (the report says why).
 const SETUP_FAILED: i32 = 126;
@@ -39,9 +39,13 @@ pub struct ChildSpec<'a> {
 }
 
 /// The child's whole life. Never returns.
-pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: [OwnedFd; 4], filters: &SeccompFilters, zygote: libc::pid_t) -> ! {
+pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: &SeccompFilters, zygote: libc::pid_t) -> ! {
     let ChildSpec { policy, workspace, env, tools } = spec;
-    restore_signals();
+    if let Err(e) = restore_signals() {
+        // Nothing is arranged yet: the exit status is all the supervisor will see.
+        eprintln!("rsandbox child: failed to restore signal handling: {e}");
+        lockdown_exit(SETUP_FAILED);
+    }
     if let Err(e) = arrange_fds(fds) {
         // The channel may not be in place yet; the exit status still tells the supervisor.
         eprintln!("rsandbox child: failed to arrange fds: {e}");
@@ -74,12 +78,26 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: [OwnedFd; 4], filters: &Secc
     // One request after another until the supervisor closes the channel (or kills us):
     // a one-shot evaluation is a session of one request.
     loop {
-        let code = match read_frame(&*channel(), MAX_FRAME) {
-            Ok(ChildRequest::Eval { code }) => code,
-            // A reply with no call pending, or the channel closed: nothing more to do.
-            Ok(ChildRequest::ToolReply { .. }) | Err(_) => lockdown_exit(0),
-        };
-        write_report(&evaluate(r, &code, &plot_dir));
+        match host().next_request() {
+            Ok(Some(ChildRequest::Eval { code })) => write_report(&evaluate(r, &code, &plot_dir)),
+            // A pre-forked child becoming a session's: its tools arrive now.
+            Ok(Some(ChildRequest::DefineTools { tools })) => match define_tools(r, &tools) {
+                Ok(()) => write_report(&ChildReport::ToolsDefined),
+                Err(error) => report_and_exit(&ChildReport::ToolsFailed { error }, SETUP_FAILED),
+            },
+            // The supervisor closed the channel: the normal end.
+            Ok(None) => lockdown_exit(0),
+            // A reply with no call pending, or a broken channel: the supervisor kills us
+            // anyway; saying why helps whoever reads its log.
+            Ok(Some(other)) => {
+                eprintln!("rsandbox child: expected eval or define_tools, got {}", other.tag());
+                lockdown_exit(SETUP_FAILED)
+            }
+            Err(e) => {
+                eprintln!("rsandbox child: {e}");
+                lockdown_exit(SETUP_FAILED)
+            }
+        }
     }
 }
 
@@ -122,29 +140,28 @@ fn define_tools(r: &EmbeddedR, tools: &[ToolStub]) -> Result<(), String> {
     if tools.is_empty() {
         return Ok(());
     }
+    // Checked by the zygote before the fork too; `DefineTools` arrives after it.
+    crate::zygote_process::check_tools(tools)?;
     let quote = |s: &str| format!("\"{s}\"");
     let mut entries = Vec::new();
     for tool in tools {
-        if !rsandbox::tools::is_r_identifier(&tool.name) || !tool.args.iter().all(|a| rsandbox::tools::is_r_identifier(a)) {
-            return Err(format!("invalid tool or argument name in {:?}", tool.name));
-        }
         let args = tool.args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", ");
         entries.push(format!("{} = c({args})", quote(&tool.name)));
     }
     r.eval_strings(&format!("rsandbox_define_tools(list({}))", entries.join(", "))).map(drop).map_err(|e| e.to_string())
 }
 
-/// The child's channel to the supervisor (fd 3).
-pub fn channel() -> ManuallyDrop<File> {
-    // SAFETY: fd 3 is the channel for the whole life of the child; ManuallyDrop keeps
-    // this temporary File from closing it.
-    ManuallyDrop::new(unsafe { File::from_raw_fd(CHANNEL) })
+/// The child's channel to the supervisor.
+pub fn host() -> HostLink {
+    // SAFETY: `arrange_fds` put the channel on CHILD_CHANNEL_FD before anything calls
+    // this, and nothing in the child closes it (the lockdown keeps fds below 5).
+    unsafe { HostLink::on_fd(CHILD_CHANNEL_FD) }
 }
 
 /// Send a report; exits when the supervisor is gone.
 pub fn write_report(report: &ChildReport) {
     // A supervisor that stopped listening learns the outcome from the exit status.
-    if write_frame(&*channel(), report).is_err() {
+    if host().report(report).is_err() {
         lockdown_exit(SETUP_FAILED);
     }
 }
@@ -168,20 +185,30 @@ fn flush_stdio() {
 /// The zygote blocks SIGCHLD (for its signalfd), Rust ignores SIGPIPE and handles
 /// SIGSEGV/SIGBUS (stack-overflow reports); the child must look like an ordinary process
 /// to R and to what R forks, and must die of a crash so the crash can be reported.
-fn restore_signals() {
-    // SAFETY: resetting dispositions and the mask of this single-threaded process.
-    unsafe {
-        let mut empty: libc::sigset_t = std::mem::zeroed();
+fn restore_signals() -> io::Result<()> {
+    // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to initialise.
+    let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `empty` is a valid sigset_t; the mask and dispositions belong to this
+    // single-threaded process.
+    let rc = unsafe {
         libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-        for signal in [libc::SIGPIPE, libc::SIGCHLD, libc::SIGSEGV, libc::SIGBUS] {
-            libc::signal(signal, libc::SIG_DFL);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut())
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    for signal in [libc::SIGPIPE, libc::SIGCHLD, libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: SIG_DFL for a catchable signal; no handler code is involved.
+        if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
         }
     }
+    Ok(())
 }
 
 /// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.
-fn arrange_fds(fds: [OwnedFd; 4]) -> io::Result<()> {
+fn arrange_fds(fds: SpawnFds<OwnedFd>) -> io::Result<()> {
+    let fds = [fds.control, fds.stdout, fds.stderr, fds.violations];
     let check = |rc: libc::c_int| if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc) };
     // First lift every fd above the targets so no dup2 below clobbers one not yet moved.
     let mut lifted = Vec::new();
@@ -190,7 +217,7 @@ fn arrange_fds(fds: [OwnedFd; 4]) -> io::Result<()> {
         lifted.push(check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) })?);
     }
     drop(fds);
-    for (from, to) in lifted.iter().zip([CHANNEL, 1, 2, VIOLATION]) {
+    for (from, to) in lifted.iter().zip([CHILD_CHANNEL_FD, 1, 2, VIOLATION]) {
         // SAFETY: dup2 onto a fixed low fd number; both are valid fds.
         check(unsafe { libc::dup2(*from, to) })?;
     }
@@ -204,7 +231,9 @@ fn arrange_fds(fds: [OwnedFd; 4]) -> io::Result<()> {
 fn prepare_environment(workspace: &Path, env: &[(String, String)]) -> io::Result<()> {
     std::env::set_current_dir(workspace)?;
     // SAFETY: single-threaded process; nothing holds pointers into environ.
-    unsafe { libc::clearenv() };
+    if unsafe { libc::clearenv() } != 0 {
+        return Err(io::Error::other("clearenv failed: the zygote's environment would leak"));
+    }
     for (key, value) in env {
         // SAFETY: as above (set_var is unsafe only because of other threads).
         unsafe { std::env::set_var(key, value) };

@@ -5,8 +5,7 @@
 
 use crate::r_api::*;
 use crate::r_values::to_r;
-use crate::sandbox_child::{channel, write_report};
-use rsandbox::protocol::{read_frame, ChildReport, ChildRequest, MAX_FRAME};
+use crate::sandbox_child::host;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -73,13 +72,5 @@ unsafe fn first_string(s: SEXP) -> Result<String, String> {
 fn call_host(tool: String, args_json: String) -> Result<serde_json::Value, String> {
     let args: serde_json::Value = serde_json::from_str(&args_json).map_err(|e| format!("arguments are not JSON: {e}"))?;
     let call = NEXT_CALL.fetch_add(1, Ordering::SeqCst);
-    write_report(&ChildReport::ToolCall { call, tool, args });
-    match read_frame::<ChildRequest>(&*channel(), MAX_FRAME) {
-        Ok(ChildRequest::ToolReply { call: answered, value, error }) if answered == call => match error {
-            Some(e) => Err(e),
-            None => Ok(value.unwrap_or(serde_json::Value::Null)),
-        },
-        Ok(other) => Err(format!("unexpected message from the host while waiting for a tool reply: {other:?}")),
-        Err(e) => Err(format!("the host channel failed: {e}")),
-    }
+    host().call_tool(call, tool, args).unwrap_or_else(|e| Err(format!("the host channel failed: {e}")))
 }

@@ -6,27 +6,30 @@
 //! (the zombie leader keeps the group id from being reused until then).
 
 use crate::embedded_r::EmbeddedR;
+use crate::or_exit;
 use crate::sandbox_child;
-use crate::send;
-use lockdown::{SeccompFilters, SeccompProfile};
-use rsandbox::channel::Channel;
-use rsandbox::protocol::{ZygoteEvent, ZygoteRequest, SPAWN_FDS};
+use lockdown::{Policy, SeccompFilters, SeccompProfile};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use wire::messages::{ToolStub, ZygoteEvent, ZygoteRequest};
+use wire::names::{is_package_name, is_r_identifier};
+use wire::zygote_link::{spawn_fds, Ready, SupervisorLink};
 
 /// Start R, load the preloads, and describe the result.
-pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, ZygoteEvent), String> {
-    if let Some(bad) = preload.iter().find(|p| !rsandbox::is_package_name(p)) {
+pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, Ready), String> {
+    if let Some(bad) = preload.iter().find(|p| !is_package_name(p)) {
         return Err(format!("invalid package name {bad:?}"));
     }
     let r = EmbeddedR::start().map_err(|e| format!("failed to start R: {e}"))?;
+    crate::tool_calls::register_native_routines();
     let list = preload.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ");
     let warm = if warm { "TRUE" } else { "FALSE" };
     r.eval_strings(&format!("rsandbox_prepare_zygote(c({list}), warm = {warm})"))
         .map_err(|e| format!("failed to prepare the zygote: {e}"))?;
     let one = |code: &str| r.eval_strings(code).map_err(|e| e.to_string());
-    let ready = ZygoteEvent::Ready {
+    let ready = Ready {
         r_version: one("R.version.string")?.join(""),
         r_home: one("R.home()")?.join("").into(),
         library_paths: one(".libPaths()")?.into_iter().map(Into::into).collect(),
@@ -40,20 +43,20 @@ struct Child {
 }
 
 /// Serve until the supervisor closes the channel; then kill every child and exit.
-pub fn serve(channel: &Channel, r: &EmbeddedR) -> ! {
+pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
     let sigchld = match block_sigchld_into_signalfd() {
         Ok(fd) => fd,
-        Err(e) => fatal(channel, &format!("failed to set up SIGCHLD handling: {e}")),
+        Err(e) => fatal(link, &format!("failed to set up SIGCHLD handling: {e}")),
     };
     // SAFETY: integer-only prctl.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        fatal(channel, &format!("failed to become a subreaper: {}", io::Error::last_os_error()));
+        fatal(link, &format!("failed to become a subreaper: {}", io::Error::last_os_error()));
     }
     let mut filters: HashMap<SeccompProfile, SeccompFilters> = HashMap::new();
     let mut children: HashMap<libc::pid_t, Child> = HashMap::new();
     loop {
         let mut fds = [
-            libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: link.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: sigchld.as_raw_fd(), events: libc::POLLIN, revents: 0 },
         ];
         // SAFETY: `fds` is a valid array of two pollfd structures.
@@ -63,35 +66,43 @@ pub fn serve(channel: &Channel, r: &EmbeddedR) -> ! {
         }
         if fds[1].revents != 0 {
             drain_signalfd(&sigchld);
-            reap(channel, &mut children);
+            reap(link, &mut children);
         }
         if fds[0].revents != 0 {
-            match channel.recv() {
-                Ok(Some((bytes, passed))) => handle_request(channel, r, &mut filters, &mut children, &bytes, passed),
-                Ok(None) | Err(_) => shutdown(&children),
+            match link.next_request() {
+                Ok(Some((request, passed))) => handle_request(link, r, &mut filters, &mut children, request, passed),
+                Ok(None) => shutdown(&children),
+                // A request we cannot parse has no id to answer; the supervisor never
+                // sends one, so it is not the supervisor we know: stop everything.
+                Err(e) => {
+                    eprintln!("rsandbox-zygote: {e}");
+                    shutdown(&children)
+                }
             }
         }
     }
 }
 
 fn handle_request(
-    channel: &Channel,
+    link: &SupervisorLink,
     r: &EmbeddedR,
     filters: &mut HashMap<SeccompProfile, SeccompFilters>,
     children: &mut HashMap<libc::pid_t, Child>,
-    bytes: &[u8],
+    request: ZygoteRequest,
     passed: Vec<OwnedFd>,
 ) {
-    let request: ZygoteRequest = match serde_json::from_slice(bytes) {
-        Ok(r) => r,
-        // A request we cannot parse has no id to answer; the supervisor never sends one.
-        Err(e) => fatal(channel, &format!("malformed request from the supervisor: {e}")),
-    };
     let ZygoteRequest::Spawn { req, policy, workspace, env, tools } = request;
-    let failed = |error: String| send(channel, &ZygoteEvent::SpawnFailed { req, error });
-    let Ok(fds) = <[OwnedFd; SPAWN_FDS]>::try_from(passed) else {
-        return failed(format!("spawn needs exactly {SPAWN_FDS} fds"));
+    let failed = |error: String| or_exit(link.report_spawn_failed(req, error));
+    let fds = match spawn_fds(passed) {
+        Ok(fds) => fds,
+        Err(e) => return failed(e.to_string()),
     };
+    // Everything the child will trust is checked here, before the fork: a child that
+    // finds its policy wrong can only die, and a panic in it would unwind into a copy
+    // of this loop.
+    if let Err(e) = check_spawn(&policy, &workspace, &env, &tools) {
+        return failed(format!("refused a spawn request: {e}"));
+    }
     let profile = policy.seccomp_profile();
     if let std::collections::hash_map::Entry::Vacant(slot) = filters.entry(profile) {
         match SeccompFilters::build(profile) {
@@ -125,8 +136,7 @@ fn handle_request(
             children.insert(pid, Child { req });
             match pidfd_open(pid) {
                 Ok(pidfd) => {
-                    let event = serde_json::to_vec(&ZygoteEvent::Spawned { req, pid }).expect("serialise");
-                    if channel.send(&event, &[pidfd.as_fd()]).is_err() {
+                    if link.report_spawned(req, pid, pidfd.as_fd()).is_err() {
                         shutdown(children);
                     }
                 }
@@ -142,7 +152,7 @@ fn handle_request(
 
 /// Reap everything that has exited. A tracked sandbox child gets its group killed first
 /// and an `Exited` report; orphans that came to us as subreaper are just reaped.
-fn reap(channel: &Channel, children: &mut HashMap<libc::pid_t, Child>) {
+fn reap(link: &SupervisorLink, children: &mut HashMap<libc::pid_t, Child>) {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -173,7 +183,7 @@ fn reap(channel: &Channel, children: &mut HashMap<libc::pid_t, Child>) {
                 cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime),
                 max_rss_kb: usage.ru_maxrss as u64,
             };
-            send(channel, &event);
+            or_exit(link.report_exited(event));
         }
     }
 }
@@ -197,9 +207,36 @@ fn shutdown(children: &HashMap<libc::pid_t, Child>) -> ! {
     std::process::exit(0)
 }
 
-fn fatal(channel: &Channel, error: &str) -> ! {
-    send(channel, &ZygoteEvent::StartFailed { error: error.to_string() });
+fn fatal(link: &SupervisorLink, error: &str) -> ! {
+    // Exiting either way; a supervisor that is gone needs no report.
+    or_exit(link.report_start_failed(error.to_string()));
     std::process::exit(1)
+}
+
+/// The checks a spawn request must pass before the zygote forks for it.
+fn check_spawn(policy: &Policy, workspace: &Path, env: &[(String, String)], tools: &[ToolStub]) -> Result<(), String> {
+    policy.validate().map_err(|e| format!("invalid policy: {e}"))?;
+    if !workspace.is_absolute() || !workspace.is_dir() {
+        return Err(format!("workspace {} is not an existing absolute directory", workspace.display()));
+    }
+    check_environment(env)?;
+    check_tools(tools)
+}
+
+/// Variables the child can set: a name without `=` or NUL, a value without NUL.
+pub fn check_environment(env: &[(String, String)]) -> Result<(), String> {
+    match env.iter().find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
+        Some((k, _)) => Err(format!("invalid environment variable {k:?}")),
+        None => Ok(()),
+    }
+}
+
+/// Tool and argument names are pasted into R code: syntactic names only.
+pub fn check_tools(tools: &[ToolStub]) -> Result<(), String> {
+    match tools.iter().find(|t| !is_r_identifier(&t.name) || !t.args.iter().all(|a| is_r_identifier(a))) {
+        Some(t) => Err(format!("invalid tool or argument name in {:?}", t.name)),
+        None => Ok(()),
+    }
 }
 
 fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {

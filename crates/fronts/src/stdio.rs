@@ -7,10 +7,10 @@
 //! from a session become `tool_call` events that the client answers with `tool_result`.
 //! Every bad line gets a structured error and the server keeps serving.
 
-use crate::errors::EngineError;
-use crate::session::{ExecuteOptions, Session};
-use crate::tools::{Tool, ToolSpec};
-use crate::{Engine, EvalOptions};
+use rsandbox::EngineError;
+use rsandbox::{ExecuteOptions, Session};
+use rsandbox::{Tool, ToolSpec};
+use rsandbox::{Engine, EvalOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -77,7 +77,11 @@ enum Request {
     #[serde(rename = "tool_result")]
     ToolResult { call: String, value: Option<Value>, error: Option<String> },
     #[serde(rename = "lint")]
-    Lint { id: Value, code: String },
+    Lint {
+        id: Value,
+        #[cfg_attr(not(feature = "lint"), allow(dead_code))]
+        code: String,
+    },
 }
 
 const OPS: [&str; 6] = ["eval", "session.create", "session.execute", "session.close", "tool_result", "lint"];
@@ -193,11 +197,11 @@ impl<R: BufRead> LineReader<R> {
 
 fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, EngineError> {
     let d = EvalOptions::default();
-    let size = |v: &Option<String>, default: Option<u64>| v.as_deref().map(crate::parse_size).transpose().map(|s| s.or(default));
+    let size = |v: &Option<String>, default: Option<u64>| v.as_deref().map(rsandbox::parse_size).transpose().map(|s| s.or(default));
     let timeout = match timeout {
         None => d.timeout,
         Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),
-        Some(t) => return Err(crate::InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
+        Some(t) => return Err(rsandbox::InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
     };
     let options = EvalOptions {
         timeout,
@@ -284,7 +288,10 @@ impl Server {
                 Some(_) => self.send(json!({"id": id, "closed": true})),
                 None => self.error(&id, "unknown_session", &format!("no session {session:?}")),
             },
+            #[cfg(feature = "lint")]
             Request::Lint { id, code } => self.send(json!({"id": id, "findings": crate::lint::lint(&code)})),
+            #[cfg(not(feature = "lint"))]
+            Request::Lint { id, .. } => self.error(&id, "unknown_op", "this build has no lint (feature `lint`)"),
             Request::ToolResult { call, value, error } => {
                 let waiter = self.pending.lock().expect("pending").remove(&call);
                 match waiter {

@@ -1,18 +1,16 @@
-//! Messages between the three processes.
+//! The messages of the three processes.
 //!
-//! * supervisor <-> zygote: one message per `SOCK_SEQPACKET` packet (JSON), with fds
-//!   passed alongside (`SCM_RIGHTS`); see [`crate::channel`].
-//! * supervisor <-> sandbox child: a `SOCK_STREAM` socketpair created before the fork,
-//!   carrying length-prefixed JSON frames ([`write_frame`], [`read_frame`]).
+//! * supervisor <-> zygote: one JSON message per `SOCK_SEQPACKET` packet, with fds
+//!   passed alongside ([`crate::seqpacket`]);
+//! * supervisor <-> sandbox child: length-prefixed JSON frames on a `SOCK_STREAM`
+//!   socketpair created before the fork ([`crate::frame`]).
+//!
+//! Every enum refuses unknown fields: a message that does not parse exactly is a
+//! protocol error, never half-understood.
 
 use lockdown::{Applied, Policy};
 use serde::{Deserialize, Serialize};
-use std::io::{self, Read, Write};
 use std::path::PathBuf;
-
-/// Largest frame either side accepts on a child's channel: a result carries the value
-/// (bounded by the output limit) and plots.
-pub const MAX_FRAME: usize = 64 << 20;
 
 /// Supervisor to zygote.
 #[derive(Debug, Serialize, Deserialize)]
@@ -105,6 +103,12 @@ pub enum ChildRequest {
         /// R source code.
         code: String,
     },
+    /// Define host tools as R functions (a pre-forked child becoming a session's);
+    /// answered with `ToolsDefined`.
+    DefineTools {
+        /// Tool names and argument names (checked again by the child).
+        tools: Vec<ToolStub>,
+    },
     /// The answer to a `ToolCall`.
     ToolReply {
         /// The call id.
@@ -150,101 +154,16 @@ pub enum ChildReport {
         /// Arguments, as JSON (an object).
         args: serde_json::Value,
     },
+    /// The tools of a `DefineTools` request exist now.
+    ToolsDefined,
+    /// A `DefineTools` request failed; the child can no longer be trusted to serve.
+    ToolsFailed {
+        /// Why.
+        error: String,
+    },
     /// User code called `q()`/`quit()`.
     Quit {
         /// The status it asked for.
         status: i32,
     },
-}
-
-/// Write one length-prefixed JSON frame.
-pub fn write_frame<T: Serialize>(mut w: impl Write, value: &T) -> io::Result<()> {
-    let body = serde_json::to_vec(value).map_err(io::Error::other)?;
-    let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too large"))?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(&body);
-    w.write_all(&buf)
-}
-
-/// Read one length-prefixed JSON frame; refuses frames over `max` bytes.
-pub fn read_frame<T: for<'de> Deserialize<'de>>(mut r: impl Read, max: usize) -> io::Result<T> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes exceeds {max}")));
-    }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)?;
-    serde_json::from_slice(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// Incremental decoder for length-prefixed frames arriving in pieces (non-blocking reads).
-#[derive(Default)]
-pub struct FrameDecoder {
-    buf: Vec<u8>,
-}
-
-impl FrameDecoder {
-    /// Append received bytes.
-    pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-    }
-
-    /// Bytes buffered so far.
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Take the next complete frame's body, if one is buffered. Errors on oversize.
-    pub fn next_frame(&mut self, max: usize) -> io::Result<Option<Vec<u8>>> {
-        if self.buf.len() < 4 {
-            return Ok(None);
-        }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
-        if len > max {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes exceeds {max}")));
-        }
-        if self.buf.len() < 4 + len {
-            return Ok(None);
-        }
-        let body = self.buf[4..4 + len].to_vec();
-        self.buf.drain(..4 + len);
-        Ok(Some(body))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_round_trip_and_oversize_is_refused() {
-        let mut buf = Vec::new();
-        write_frame(&mut buf, &ChildRequest::Eval { code: "1+1".into() }).unwrap();
-        let back: ChildRequest = read_frame(&buf[..], 1024).unwrap();
-        assert!(matches!(back, ChildRequest::Eval { code } if code == "1+1"));
-        let err = read_frame::<ChildRequest>(&buf[..], 4).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-    }
-
-    #[test]
-    fn decoder_waits_for_whole_frames() {
-        let mut buf = Vec::new();
-        write_frame(&mut buf, &ChildRequest::Eval { code: "x".into() }).unwrap();
-        let mut d = FrameDecoder::default();
-        d.push(&buf[..3]);
-        assert!(d.next_frame(100).unwrap().is_none());
-        d.push(&buf[3..]);
-        let body = d.next_frame(100).unwrap().unwrap();
-        assert_eq!(body, br#"{"op":"eval","code":"x"}"#);
-        d.push(&[0xff, 0xff, 0xff, 0xff]);
-        assert!(d.next_frame(100).is_err());
-    }
-
-    #[test]
-    fn unknown_fields_are_refused() {
-        assert!(serde_json::from_str::<ChildRequest>(r#"{"op":"eval","code":"1","extra":2}"#).is_err());
-    }
 }

@@ -1,0 +1,13 @@
+//! The fronts of rsandbox: thin layers that turn a transport's requests into calls of
+//! the one engine API ([`rsandbox::Engine`]) and its results into the transport's
+//! format. None of them decides an outcome; all of them serve from the engine's
+//! pre-forked children.
+//!
+//! * [`stdio`]: newline-delimited JSON on stdin/stdout (`rsandbox serve --stdio`,
+//!   `docs/protocol.md`), the protocol the R package speaks;
+//! * [`lint`] (feature `lint`): the advisory tree-sitter lint.
+#![deny(missing_docs)]
+
+#[cfg(feature = "lint")]
+pub mod lint;
+pub mod stdio;

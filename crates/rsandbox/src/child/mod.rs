@@ -1,0 +1,467 @@
+//! A sandbox child, seen from the supervisor: its channel, pipes, pidfd and violation
+//! listener. [`SandboxChild::execute`] runs one request on it, watching the deadline,
+//! the output limit, tool calls and violation reports, and turns what happened into an
+//! [`EvalResult`] whose `outcome` names the reason a person understands.
+//!
+//! A one-shot evaluation is a child that serves one request; a session's child serves
+//! many. Dropping a child kills its process group and waits for the zygote to reap it.
+//!
+//! By concern: [`streams`] (stdout/stderr under the output limit), [`violations`] (the
+//! seccomp listener), [`tool_bridge`] (tool calls answered on the host), [`outcome`]
+//! (what happened, as one result).
+
+mod outcome;
+mod streams;
+mod tool_bridge;
+mod violations;
+
+pub use outcome::signal_name;
+pub use tool_bridge::ToolEvent;
+
+use crate::errors::EngineError;
+use crate::result::EvalResult;
+use crate::tools::Tool;
+use crate::zygote::{Routed, Zygote};
+use lockdown::Policy;
+use outcome::{compose, Exit, KillReason, Observed};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use streams::{pipe, Output, Stream};
+use tool_bridge::ToolBridge;
+use violations::{ViolationWatch, Watch};
+use wire::child_link::{await_lockdown, await_tools_defined, encode_request, ChildReports, Lockdown};
+use wire::messages::{ChildReport, ChildRequest, ToolStub, ZygoteEvent, ZygoteRequest};
+use wire::seqpacket::Channel;
+use wire::zygote_link::SpawnFds;
+
+/// How long a child may take to be forked and lock itself down (or define its tools).
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(20);
+/// After the child exits, how long to wait for the zygote's report and for pipes to close.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// Limits and tools for one request.
+pub struct Request<'a> {
+    /// R code.
+    pub code: &'a str,
+    /// Wall-clock limit for this request.
+    pub timeout: Duration,
+    /// stdout + stderr + result bytes allowed.
+    pub max_output: u64,
+    /// CPU seconds the child may use in all (for explaining a SIGKILL).
+    pub cpu_limit: Option<u64>,
+    /// Host tools callable from this request.
+    pub tools: &'a [Tool],
+    /// Tool calls allowed in this request.
+    pub max_tool_calls: u32,
+    /// Largest tool-call message (arguments as JSON).
+    pub max_tool_message: usize,
+    /// Called for every tool call and its answer (audit log).
+    pub observer: &'a mut dyn FnMut(ToolEvent<'_>),
+}
+
+/// A locked-down child of the zygote, ready for requests.
+pub struct SandboxChild {
+    zygote: Arc<Zygote>,
+    req: u64,
+    events: Receiver<Routed>,
+    pidfd: OwnedFd,
+    ctl: Option<UnixStream>,
+    reports: ChildReports,
+    output: Output,
+    violations: ViolationWatch,
+    layers: lockdown::Applied,
+    exit: Option<Exit>,
+    dead: bool,
+}
+
+/// The state of one request while it runs.
+struct Execution {
+    deadline: Instant,
+    max_output: usize,
+    /// Encoded frames not yet written to the child (the request, tool replies).
+    outgoing: Vec<u8>,
+    killed: Option<KillReason>,
+    evaluated: Option<ChildReport>,
+    exited_at: Option<Instant>,
+    protocol_error: Option<String>,
+}
+
+/// Positions in the poll set.
+const STDOUT: usize = 0;
+const STDERR: usize = 1;
+const VIOLATIONS: usize = 2;
+const CONTROL: usize = 3;
+const PIDFD: usize = 4;
+
+impl SandboxChild {
+    /// Fork a child and wait until it has locked itself down (fail closed: a child that
+    /// could not apply every layer is an error, and nothing runs in it).
+    pub fn spawn(
+        zygote: &Arc<Zygote>,
+        policy: Policy,
+        workspace: &Path,
+        env: Vec<(String, String)>,
+        tools: &[Tool],
+    ) -> Result<SandboxChild, EngineError> {
+        let (out_r, out_w) = pipe().map_err(EngineError::io("create the stdout pipe"))?;
+        let (err_r, err_w) = pipe().map_err(EngineError::io("create the stderr pipe"))?;
+        let (viol_ours, viol_child) = Channel::pair().map_err(EngineError::io("create the violation channel"))?;
+        let (ctl, ctl_child) = UnixStream::pair().map_err(EngineError::io("create the child channel"))?;
+        let stubs = tool_stubs(tools);
+        let fds = SpawnFds { control: ctl_child.as_fd(), stdout: out_w.as_fd(), stderr: err_w.as_fd(), violations: viol_child.as_fd() };
+        let (req, events) = zygote
+            .spawn(|req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs }, fds)?;
+        drop((ctl_child, out_w, err_w, viol_child));
+        let forget = |e| {
+            zygote.forget(req);
+            e
+        };
+        let pidfd = match events.recv_timeout(SPAWN_TIMEOUT) {
+            Ok((ZygoteEvent::Spawned { .. }, Some(pidfd))) => pidfd,
+            Ok((ZygoteEvent::SpawnFailed { error, .. }, _)) => return Err(forget(EngineError::Setup(error))),
+            Ok((other, _)) => {
+                return Err(forget(EngineError::ZygoteGone(format!("expected spawned, got {}", other.tag()))))
+            }
+            Err(e) => return Err(forget(EngineError::ZygoteGone(format!("no answer to the spawn request ({e})")))),
+        };
+        let mut child = SandboxChild {
+            zygote: zygote.clone(),
+            req,
+            events,
+            pidfd,
+            ctl: None,
+            reports: ChildReports::default(),
+            output: Output {
+                stdout: Stream::new(out_r).map_err(EngineError::io("configure the stdout pipe"))?,
+                stderr: Stream::new(err_r).map_err(EngineError::io("configure the stderr pipe"))?,
+            },
+            violations: ViolationWatch::new(viol_ours),
+            layers: lockdown::Applied {
+                namespaces: Vec::new(),
+                workspace_quota: None,
+                private_root: false,
+                identity: None,
+                landlock: lockdown::LandlockEnforcement::None,
+                seccomp: false,
+            },
+            exit: None,
+            dead: false,
+        };
+        child.layers = child.await_lockdown(ctl)?;
+        Ok(child)
+    }
+
+    /// Read reports until `LockedDown` (or failure). The violation listener arrives
+    /// before it: the child sends it while installing seccomp.
+    fn await_lockdown(&mut self, ctl: UnixStream) -> Result<lockdown::Applied, EngineError> {
+        let configure = EngineError::io("configure the child channel");
+        ctl.set_read_timeout(Some(SPAWN_TIMEOUT)).map_err(configure)?;
+        let applied = match await_lockdown(&ctl) {
+            Ok(Lockdown::Applied(applied)) => applied,
+            Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(error)),
+            Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
+        };
+        self.violations.take_listener().map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
+        ctl.set_read_timeout(None).map_err(EngineError::io("configure the child channel"))?;
+        ctl.set_nonblocking(true).map_err(EngineError::io("configure the child channel"))?;
+        self.ctl = Some(ctl);
+        Ok(applied)
+    }
+
+    /// Define host tools in a child forked without them (a pre-forked child becoming a
+    /// session's). A child that fails this is killed: it is in an unknown state.
+    pub fn define_tools(&mut self, tools: &[Tool]) -> Result<(), EngineError> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        let ctl = self.ctl.as_mut().ok_or_else(|| EngineError::Setup("the sandbox child is no longer running".into()))?;
+        let step = (|| -> Result<Result<(), String>, String> {
+            let io_err = |e: io::Error| e.to_string();
+            ctl.set_nonblocking(false).map_err(io_err)?;
+            ctl.set_read_timeout(Some(SPAWN_TIMEOUT)).map_err(io_err)?;
+            ctl.write_all(&encode_request(&ChildRequest::DefineTools { tools: tool_stubs(tools) })).map_err(io_err)?;
+            let answer = await_tools_defined(&*ctl).map_err(|e| e.to_string())?;
+            ctl.set_read_timeout(None).map_err(io_err)?;
+            ctl.set_nonblocking(true).map_err(io_err)?;
+            Ok(answer)
+        })();
+        match step {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(refused)) | Err(refused) => {
+                self.kill();
+                self.dead = true;
+                Err(EngineError::Setup(format!("failed to define tools: {refused}")))
+            }
+        }
+    }
+
+    /// What the child enforced.
+    pub fn layers(&self) -> &lockdown::Applied {
+        &self.layers
+    }
+
+    /// Whether the child is still able to serve requests.
+    pub fn is_alive(&self) -> bool {
+        !self.dead && self.ctl.is_some()
+    }
+
+    /// Whether the process has ended (a child waiting idle may have been killed, by the
+    /// zygote's end or an operator). One non-blocking poll of the pidfd.
+    pub fn has_exited(&self) -> bool {
+        let mut fd = libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, zero timeout.
+        let n = unsafe { libc::poll(&mut fd, 1, 0) };
+        n != 0
+    }
+
+    /// SIGKILL the child (its group dies with it, killed by the zygote on reaping).
+    pub fn kill(&self) {
+        // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
+        // info. ESRCH (already gone) is the only expected failure and needs no action.
+        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0) };
+    }
+
+    /// Run one request. The child stays usable afterwards unless the result's outcome
+    /// says it died (anything but `ok`/`error`, or a `quit()`), see [`Self::is_alive`].
+    pub fn execute(&mut self, request: Request<'_>) -> Result<EvalResult, EngineError> {
+        if !self.is_alive() {
+            return Err(EngineError::Setup("the sandbox child is no longer running".into()));
+        }
+        let start = Instant::now();
+        self.output.clear();
+        let mut run = Execution {
+            deadline: start + request.timeout,
+            max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
+            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string() }),
+            killed: None,
+            evaluated: None,
+            exited_at: None,
+            protocol_error: None,
+        };
+        let mut bridge = ToolBridge {
+            tools: request.tools,
+            max_calls: request.max_tool_calls,
+            max_message: request.max_tool_message,
+            observer: request.observer,
+            calls: 0,
+            cap_exceeded: false,
+        };
+        while !self.finished(&mut run)? {
+            let pollfds = self.wait(&run);
+            self.on_output(&mut run, &pollfds);
+            if pollfds[VIOLATIONS].revents != 0 {
+                self.on_violation_channel(&mut run, pollfds[VIOLATIONS].revents);
+            }
+            self.on_control(&mut run, &pollfds, &mut bridge);
+            if run.exited_at.is_none() && pollfds[PIDFD].revents != 0 {
+                run.exited_at = Some(Instant::now());
+                self.dead = true;
+            }
+        }
+        Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
+    }
+
+    /// Kill the child for `reason`, unless an earlier reason already did.
+    fn stop(&self, run: &mut Execution, reason: KillReason) {
+        if run.killed.is_none() {
+            run.killed = Some(reason);
+            self.kill();
+        }
+    }
+
+    /// Deadline, exit report, and whether the request is over.
+    fn finished(&mut self, run: &mut Execution) -> Result<bool, EngineError> {
+        let now = Instant::now();
+        if run.exited_at.is_none() && now >= run.deadline {
+            self.stop(run, KillReason::Timeout);
+        }
+        if run.exited_at.is_some() && self.exit.is_none() {
+            match self.events.recv_timeout(Duration::from_millis(1)) {
+                Ok((ZygoteEvent::Exited { code, signal, cpu_ms, max_rss_kb, .. }, _)) => {
+                    self.exit = Some(Exit { code, signal, cpu_ms, max_rss_kb })
+                }
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.dead = true;
+                    return Err(EngineError::ZygoteGone("it exited while a child was running".into()));
+                }
+            }
+        }
+        // A finished request on a live child: collect what the pipes still hold.
+        if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
+            self.output.pump(0, run.max_output);
+            return Ok(true);
+        }
+        if self.exit.is_some() && self.output.closed() && self.ctl.is_none() {
+            return Ok(true);
+        }
+        if let Some(t) = run.exited_at {
+            if now >= t + EXIT_GRACE {
+                if self.exit.is_none() {
+                    self.dead = true;
+                    return Err(EngineError::ZygoteGone("no exit report for a finished child".into()));
+                }
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Poll everything the request waits on, until something is ready or it is time
+    /// to look at the deadline again.
+    fn wait(&self, run: &Execution) -> [libc::pollfd; 5] {
+        let poll = |fd: i32, events: i16| libc::pollfd { fd, events, revents: 0 };
+        let ctl_events = if run.outgoing.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
+        let mut pollfds = [
+            poll(self.output.stdout.poll_fd(), libc::POLLIN),
+            poll(self.output.stderr.poll_fd(), libc::POLLIN),
+            poll(self.violations.poll_fd(), libc::POLLIN),
+            poll(self.ctl.as_ref().map_or(-1, |c| c.as_raw_fd()), ctl_events),
+            poll(if run.exited_at.is_none() { self.pidfd.as_raw_fd() } else { -1 }, libc::POLLIN),
+        ];
+        let wait = if run.exited_at.is_some() {
+            Duration::from_millis(5)
+        } else if run.killed.is_some() {
+            Duration::from_millis(50)
+        } else {
+            run.deadline.saturating_duration_since(Instant::now())
+        };
+        let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: pollfds is a valid array; negative fds are ignored by poll.
+        let n = unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, wait_ms) };
+        if n < 0 {
+            // EINTR: nothing is ready; the caller looks at the deadline and polls again.
+            pollfds.iter_mut().for_each(|p| p.revents = 0);
+        }
+        pollfds
+    }
+
+    fn on_output(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 5]) {
+        if pollfds[STDOUT].revents != 0 || pollfds[STDERR].revents != 0 || run.exited_at.is_some() {
+            if self.output.pump(self.reports.buffered(), run.max_output) > run.max_output {
+                self.stop(run, KillReason::OutputLimit);
+            }
+        }
+    }
+
+    fn on_violation_channel(&mut self, run: &mut Execution, revents: i16) {
+        match self.violations.service(revents) {
+            Watch::Quiet => {}
+            Watch::Violation => self.stop(run, KillReason::Violation),
+            Watch::Lost(why) => self.stop(run, KillReason::ReporterLost(why)),
+        }
+    }
+
+    /// Write pending frames, read reports, answer tool calls.
+    fn on_control(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 5], bridge: &mut ToolBridge<'_, '_>) {
+        let Some(stream) = self.ctl.as_mut() else { return };
+        if pollfds[CONTROL].revents & libc::POLLOUT != 0 && !run.outgoing.is_empty() {
+            match stream.write(&run.outgoing) {
+                Ok(n) => {
+                    run.outgoing.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The child is gone before reading; its exit says why.
+                Err(_) => run.outgoing.clear(),
+            }
+        }
+        if pollfds[CONTROL].revents == 0 && run.exited_at.is_none() {
+            return;
+        }
+        let mut buf = [0u8; 65536];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    self.ctl = None;
+                    break;
+                }
+                Ok(n) => self.reports.push(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // A reset channel: the child is going; its exit says why.
+                Err(_) => {
+                    self.ctl = None;
+                    break;
+                }
+            }
+        }
+        if self.output.kept() + self.reports.buffered() > run.max_output {
+            self.stop(run, KillReason::OutputLimit);
+        }
+        loop {
+            match self.reports.next_report() {
+                Ok(None) => break,
+                Ok(Some(ChildReport::ToolCall { call, tool, args })) => {
+                    let reply = bridge.answer(call, &tool, &args);
+                    run.outgoing.extend(encode_request(&reply));
+                }
+                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => run.evaluated = Some(done),
+                Ok(Some(other)) => {
+                    run.protocol_error = Some(format!("expected evaluated, quit or tool_call, got {}", other.tag()));
+                    break;
+                }
+                Err(e) => {
+                    run.protocol_error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        if run.protocol_error.is_some() {
+            self.stop(run, KillReason::Protocol);
+        }
+    }
+
+    fn result(&mut self, mut run: Execution, start: Instant, cpu_limit: Option<u64>, cap_exceeded: bool) -> EvalResult {
+        if run.killed == Some(KillReason::OutputLimit) {
+            // The limit covers the result too: nothing past it is reported, however
+            // much of the result frame had arrived.
+            run.evaluated = None;
+        }
+        let quit = matches!(run.evaluated, Some(ChildReport::Quit { .. }));
+        let mut result = compose(Observed {
+            killed: run.killed,
+            evaluated: run.evaluated,
+            exit: self.exit.as_ref(),
+            stdout: std::mem::take(&mut self.output.stdout.data),
+            stderr: std::mem::take(&mut self.output.stderr.data),
+            violation: self.violations.syscall,
+            protocol_error: run.protocol_error,
+            wall_ms: start.elapsed().as_millis() as u64,
+            cpu_limit,
+        });
+        result.layers = Some(self.layers.clone());
+        if quit {
+            // quit() ends the R process; the child is no longer usable.
+            self.kill();
+            self.dead = true;
+        }
+        result.tool_call_limit_exceeded = cap_exceeded;
+        result
+    }
+}
+
+fn tool_stubs(tools: &[Tool]) -> Vec<ToolStub> {
+    tools.iter().map(|t| ToolStub { name: t.spec.name.clone(), args: t.spec.args.keys().cloned().collect() }).collect()
+}
+
+impl Drop for SandboxChild {
+    fn drop(&mut self) {
+        self.kill();
+        // Wait (briefly) until the zygote has reaped it and killed its group, so the
+        // workspace is no longer in use when the caller removes it.
+        if self.exit.is_none() {
+            let deadline = Instant::now() + EXIT_GRACE;
+            while Instant::now() < deadline {
+                match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok((ZygoteEvent::Exited { .. }, _)) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+        self.zygote.forget(self.req);
+    }
+}

@@ -1,0 +1,119 @@
+//! The child's stdout and stderr as the supervisor reads them: non-blocking pipe ends,
+//! read into memory up to the room the output limit leaves.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// A close-on-exec pipe: (read end, write end).
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for two fds.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: fcntl on an fd we own.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A readable pipe end and what came out of it since the last `take`.
+pub(crate) struct Stream {
+    /// `None` once the write end is closed everywhere (or reading failed).
+    pub(crate) fd: Option<OwnedFd>,
+    pub(crate) data: Vec<u8>,
+}
+
+impl Stream {
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<Stream> {
+        set_nonblocking(&fd)?;
+        Ok(Stream { fd: Some(fd), data: Vec::new() })
+    }
+
+    /// The fd to poll, or -1 (ignored by poll) once closed.
+    pub(crate) fn poll_fd(&self) -> i32 {
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    /// Read what is available; keeps at most `room` more bytes. Returns the bytes read,
+    /// kept or not, so that the caller sees output beyond the limit.
+    pub(crate) fn pump(&mut self, room: usize) -> usize {
+        let Some(fd) = &self.fd else { return 0 };
+        let mut buf = [0u8; 65536];
+        let mut total = 0;
+        loop {
+            // SAFETY: reading into a local buffer from a non-blocking fd we own.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                let n = n as usize;
+                let keep = n.min(room.saturating_sub(total));
+                self.data.extend_from_slice(&buf[..keep]);
+                total += n;
+                continue;
+            }
+            if n == 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
+                self.fd = None;
+            }
+            return total;
+        }
+    }
+}
+
+/// stdout and stderr together, counted against one output limit.
+pub(crate) struct Output {
+    pub(crate) stdout: Stream,
+    pub(crate) stderr: Stream,
+}
+
+impl Output {
+    /// Bytes kept so far.
+    pub(crate) fn kept(&self) -> usize {
+        self.stdout.data.len() + self.stderr.data.len()
+    }
+
+    /// Pump both pipes; `already` counts other output (result frames) against `max`.
+    /// Returns the total seen, which may exceed `max`.
+    pub(crate) fn pump(&mut self, already: usize, max: usize) -> usize {
+        let mut used = self.kept() + already;
+        used += self.stdout.pump(max.saturating_sub(used));
+        used += self.stderr.pump(max.saturating_sub(used));
+        used
+    }
+
+    /// Both write ends are closed.
+    pub(crate) fn closed(&self) -> bool {
+        self.stdout.fd.is_none() && self.stderr.fd.is_none()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.stdout.data.clear();
+        self.stderr.data.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn output_beyond_the_room_is_counted_not_kept() {
+        let (r, w) = pipe().unwrap();
+        let mut stream = Stream::new(r).unwrap();
+        let mut writer = std::fs::File::from(w);
+        writer.write_all(b"0123456789").unwrap();
+        assert_eq!(stream.pump(4), 10);
+        assert_eq!(stream.data, b"0123");
+        drop(writer);
+        assert_eq!(stream.pump(4), 0);
+        assert!(stream.fd.is_none());
+    }
+}

@@ -1,0 +1,59 @@
+//! File descriptors over a unix socket (`SCM_RIGHTS`), both ways, through rustix's
+//! ancillary-message buffers rather than hand-written `cmsg` arithmetic.
+
+use rustix::net::{
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Most fds one message carries.
+pub const MAX_FDS: usize = 8;
+
+/// Send `bytes` as one message with `fds` attached (retrying on `EINTR`).
+pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} fds exceed {MAX_FDS}", fds.len())));
+    }
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(io::Error::other("fd control buffer too small"));
+    }
+    loop {
+        match sendmsg(socket, &[IoSlice::new(bytes)], &mut control, SendFlags::NOSIGNAL) {
+            Ok(n) if n == bytes.len() => return Ok(()),
+            Ok(n) => return Err(io::Error::new(io::ErrorKind::WriteZero, format!("sent {n} of {} bytes", bytes.len()))),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Receive one message into `buffer` and the fds that came with it (close-on-exec).
+/// Returns the number of bytes; `Ok((0, []))` at end of stream. A message or fd list
+/// larger than the buffers is an error, never silently cut.
+pub fn recv(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = loop {
+        match recvmsg(&socket, &mut [IoSliceMut::new(buffer)], &mut control, RecvFlags::CMSG_CLOEXEC) {
+            Ok(r) => break r,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    // Take the fds before any check, so that on error they are closed, not leaked.
+    let mut fds = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = message {
+            fds.extend(rights);
+        }
+    }
+    if received.flags.intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "message or fds truncated"));
+    }
+    Ok((received.bytes, fds))
+}

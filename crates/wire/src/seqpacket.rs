@@ -1,0 +1,100 @@
+//! A `SOCK_SEQPACKET` socketpair: one message per packet, fds attached. Packets keep
+//! message boundaries, so a reader never sees half a message, and the fds arrive with
+//! the message they belong to.
+
+use crate::fdpass;
+use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Largest message on a seqpacket channel (policies and events are small).
+pub const MAX_MESSAGE: usize = 256 << 10;
+
+/// One end of a seqpacket socketpair.
+#[derive(Debug)]
+pub struct Channel {
+    fd: OwnedFd,
+}
+
+impl Channel {
+    /// A connected pair, both ends close-on-exec.
+    pub fn pair() -> io::Result<(Channel, Channel)> {
+        let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+        Ok((Channel { fd: a }, Channel { fd: b }))
+    }
+
+    /// Wrap an inherited fd.
+    pub fn from_fd(fd: OwnedFd) -> Channel {
+        Channel { fd }
+    }
+
+    /// Send one message with `fds` attached.
+    pub fn send(&self, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        if bytes.len() > MAX_MESSAGE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("message of {} bytes exceeds {MAX_MESSAGE}", bytes.len()),
+            ));
+        }
+        fdpass::send(self.fd.as_fd(), bytes, fds)
+    }
+
+    /// Receive one message and the fds that came with it. `Ok(None)` at end of stream.
+    pub fn recv(&self) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+        let mut bytes = vec![0u8; MAX_MESSAGE];
+        let (n, fds) = fdpass::recv(&self.fd, &mut bytes)?;
+        if n == 0 && fds.is_empty() {
+            return Ok(None);
+        }
+        bytes.truncate(n);
+        Ok(Some((bytes, fds)))
+    }
+}
+
+impl AsFd for Channel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl From<Channel> for OwnedFd {
+    fn from(channel: Channel) -> OwnedFd {
+        channel.fd
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn messages_keep_boundaries_and_carry_fds() {
+        let (a, b) = Channel::pair().unwrap();
+        let (mut r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.send(b"first", &[w.as_fd()]).unwrap();
+        a.send(b"second", &[]).unwrap();
+        let (msg, fds) = b.recv().unwrap().unwrap();
+        assert_eq!(msg, b"first");
+        assert_eq!(fds.len(), 1);
+        let mut passed = std::fs::File::from(fds.into_iter().next().unwrap());
+        passed.write_all(b"via fd").unwrap();
+        drop(passed);
+        w.write_all(b"!").unwrap();
+        drop(w);
+        let mut got = String::new();
+        r.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "via fd!");
+        assert_eq!(b.recv().unwrap().unwrap().0, b"second");
+        drop(a);
+        assert!(b.recv().unwrap().is_none());
+    }
+
+    #[test]
+    fn oversized_messages_and_too_many_fds_are_refused() {
+        let (a, _b) = Channel::pair().unwrap();
+        assert_eq!(a.send(&vec![0; MAX_MESSAGE + 1], &[]).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let many: Vec<_> = (0..=fdpass::MAX_FDS).map(|_| a.as_fd()).collect();
+        assert_eq!(a.send(b"x", &many).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+    }
+}

@@ -1,0 +1,218 @@
+//! The supervisor <-> zygote channel, one typed end per role: [`ZygoteLink`] is the
+//! supervisor's, [`SupervisorLink`] the zygote's. Methods are the protocol's steps.
+
+use crate::errors::{Peer, WireError};
+use crate::messages::{ZygoteEvent, ZygoteRequest, SPAWN_FDS};
+use crate::seqpacket::Channel;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+
+/// What the zygote reports once R is up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ready {
+    /// `R.version.string`.
+    pub r_version: String,
+    /// `R.home()`.
+    pub r_home: PathBuf,
+    /// `.libPaths()`.
+    pub library_paths: Vec<PathBuf>,
+    /// Packages loaded before forking.
+    pub preloaded: Vec<String>,
+}
+
+/// The fds a spawn request carries, in protocol order.
+pub struct SpawnFds<T> {
+    /// The child's end of its control stream.
+    pub control: T,
+    /// Write end of the child's stdout pipe.
+    pub stdout: T,
+    /// Write end of the child's stderr pipe.
+    pub stderr: T,
+    /// The child's end of the violation channel (the seccomp listener travels on it).
+    pub violations: T,
+}
+
+/// The supervisor's end.
+#[derive(Debug)]
+pub struct ZygoteLink {
+    channel: Channel,
+}
+
+/// How the zygote's start-up ended.
+#[derive(Debug)]
+pub enum StartUp {
+    /// R is up.
+    Ready(Ready),
+    /// R or a preload failed; the zygote exits.
+    Failed(String),
+}
+
+impl ZygoteLink {
+    /// A new channel: the supervisor's end and the fd the zygote inherits.
+    pub fn pair() -> Result<(ZygoteLink, OwnedFd), WireError> {
+        let (ours, theirs) = Channel::pair().map_err(WireError::io("create the channel", Peer::Zygote))?;
+        Ok((ZygoteLink { channel: ours }, theirs.into()))
+    }
+
+    /// Wait for the zygote's first message.
+    pub fn await_start_up(&self) -> Result<StartUp, WireError> {
+        match self.next_event()? {
+            None => Err(WireError::Closed { peer: Peer::Zygote, expected: "ready" }),
+            Some((ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded }, _)) => {
+                Ok(StartUp::Ready(Ready { r_version, r_home, library_paths, preloaded }))
+            }
+            Some((ZygoteEvent::StartFailed { error }, _)) => Ok(StartUp::Failed(error)),
+            Some((other, _)) => Err(WireError::Unexpected { peer: Peer::Zygote, expected: "ready", got: other.tag() }),
+        }
+    }
+
+    /// Ask for a child; `fds` go with the request.
+    pub fn request_spawn(&self, request: &ZygoteRequest, fds: SpawnFds<BorrowedFd<'_>>) -> Result<(), WireError> {
+        let bytes = serde_json::to_vec(request).map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
+        let fds = [fds.control, fds.stdout, fds.stderr, fds.violations];
+        self.channel.send(&bytes, &fds).map_err(WireError::io("send a spawn request", Peer::Zygote))
+    }
+
+    /// The next event (`spawned` carries the child's pidfd). `Ok(None)`: the zygote is gone.
+    pub fn next_event(&self) -> Result<Option<(ZygoteEvent, Option<OwnedFd>)>, WireError> {
+        let Some((bytes, mut fds)) = self.channel.recv().map_err(WireError::io("read an event", Peer::Zygote))? else {
+            return Ok(None);
+        };
+        let event: ZygoteEvent =
+            serde_json::from_slice(&bytes).map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
+        let expected_fds = usize::from(matches!(event, ZygoteEvent::Spawned { .. }));
+        if fds.len() != expected_fds {
+            return Err(WireError::Unexpected {
+                peer: Peer::Zygote,
+                expected: "a pidfd with spawned and no fd otherwise",
+                got: format!("{} with {} fds", event.tag(), fds.len()),
+            });
+        }
+        Ok(Some((event, fds.pop())))
+    }
+}
+
+/// The zygote's end.
+#[derive(Debug)]
+pub struct SupervisorLink {
+    channel: Channel,
+}
+
+impl SupervisorLink {
+    /// Wrap the fd the supervisor handed us.
+    pub fn from_fd(fd: OwnedFd) -> SupervisorLink {
+        SupervisorLink { channel: Channel::from_fd(fd) }
+    }
+
+    fn send(&self, event: &ZygoteEvent, fds: &[BorrowedFd<'_>]) -> Result<(), WireError> {
+        let bytes = serde_json::to_vec(event).map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
+        self.channel.send(&bytes, fds).map_err(WireError::io("send an event", Peer::Supervisor))
+    }
+
+    /// R is up.
+    pub fn announce_ready(&self, ready: Ready) -> Result<(), WireError> {
+        let Ready { r_version, r_home, library_paths, preloaded } = ready;
+        self.send(&ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded }, &[])
+    }
+
+    /// R could not be started; the zygote exits after this.
+    pub fn report_start_failed(&self, error: String) -> Result<(), WireError> {
+        self.send(&ZygoteEvent::StartFailed { error }, &[])
+    }
+
+    /// The next request. `Ok(None)`: the supervisor closed the channel. The fds are
+    /// returned as they came; [`spawn_fds`] checks their number.
+    pub fn next_request(&self) -> Result<Option<(ZygoteRequest, Vec<OwnedFd>)>, WireError> {
+        let Some((bytes, fds)) = self.channel.recv().map_err(WireError::io("read a request", Peer::Supervisor))? else {
+            return Ok(None);
+        };
+        let request = serde_json::from_slice(&bytes)
+            .map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
+        Ok(Some((request, fds)))
+    }
+
+    /// A child was forked; its pidfd goes along.
+    pub fn report_spawned(&self, req: u64, pid: i32, pidfd: BorrowedFd<'_>) -> Result<(), WireError> {
+        self.send(&ZygoteEvent::Spawned { req, pid }, &[pidfd])
+    }
+
+    /// A spawn request could not be served.
+    pub fn report_spawn_failed(&self, req: u64, error: String) -> Result<(), WireError> {
+        self.send(&ZygoteEvent::SpawnFailed { req, error }, &[])
+    }
+
+    /// A child has ended and its process group is gone.
+    pub fn report_exited(&self, exited: ZygoteEvent) -> Result<(), WireError> {
+        match exited {
+            ZygoteEvent::Exited { .. } => self.send(&exited, &[]),
+            other => Err(WireError::Unexpected { peer: Peer::Zygote, expected: "an exited event", got: other.tag() }),
+        }
+    }
+}
+
+impl AsFd for SupervisorLink {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.channel.as_fd()
+    }
+}
+
+/// The fds of a spawn request in their roles, or an error naming the count.
+pub fn spawn_fds(fds: Vec<OwnedFd>) -> Result<SpawnFds<OwnedFd>, WireError> {
+    let count = fds.len();
+    let [control, stdout, stderr, violations] = <[OwnedFd; SPAWN_FDS]>::try_from(fds).map_err(|_| WireError::Unexpected {
+        peer: Peer::Supervisor,
+        expected: "spawn with exactly 4 fds",
+        got: format!("{count} fds"),
+    })?;
+    Ok(SpawnFds { control, stdout, stderr, violations })
+}
+
+impl ZygoteEvent {
+    /// The message's tag, for errors.
+    pub fn tag(&self) -> String {
+        match self {
+            ZygoteEvent::Ready { .. } => "ready",
+            ZygoteEvent::StartFailed { .. } => "start_failed",
+            ZygoteEvent::Spawned { .. } => "spawned",
+            ZygoteEvent::SpawnFailed { .. } => "spawn_failed",
+            ZygoteEvent::Exited { .. } => "exited",
+        }
+        .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_up_and_unexpected_messages_are_named() {
+        let (link, theirs) = ZygoteLink::pair().unwrap();
+        let zygote = SupervisorLink::from_fd(theirs);
+        zygote.report_spawn_failed(7, "no".into()).unwrap();
+        let err = link.await_start_up().unwrap_err().to_string();
+        assert_eq!(err, "expected ready from the zygote, got spawn_failed");
+        zygote
+            .announce_ready(Ready { r_version: "R 4".into(), r_home: "/usr/lib/R".into(), library_paths: vec![], preloaded: vec![] })
+            .unwrap();
+        assert!(matches!(link.await_start_up().unwrap(), StartUp::Ready(r) if r.r_version == "R 4"));
+        drop(zygote);
+        assert!(matches!(link.await_start_up(), Err(WireError::Closed { peer: Peer::Zygote, .. })));
+    }
+
+    #[test]
+    fn a_spawned_event_without_its_pidfd_is_refused() {
+        let (link, theirs) = ZygoteLink::pair().unwrap();
+        let zygote = SupervisorLink::from_fd(theirs);
+        zygote.send(&ZygoteEvent::Spawned { req: 1, pid: 2 }, &[]).unwrap();
+        let err = link.next_event().unwrap_err().to_string();
+        assert!(err.contains("got spawned with 0 fds"), "{err}");
+    }
+
+    #[test]
+    fn spawn_requests_need_four_fds() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let err = spawn_fds(vec![a.into(), b.into()]).err().unwrap().to_string();
+        assert_eq!(err, "expected spawn with exactly 4 fds from the supervisor, got 2 fds");
+    }
+}
