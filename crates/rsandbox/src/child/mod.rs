@@ -342,10 +342,9 @@ impl SandboxChild {
     }
 
     fn on_output(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 5]) {
-        if pollfds[STDOUT].revents != 0 || pollfds[STDERR].revents != 0 || run.exited_at.is_some() {
-            if self.output.pump(self.reports.buffered(), run.max_output) > run.max_output {
-                self.stop(run, KillReason::OutputLimit);
-            }
+        let readable = pollfds[STDOUT].revents != 0 || pollfds[STDERR].revents != 0 || run.exited_at.is_some();
+        if readable && self.output.pump(self.reports.buffered(), run.max_output) > run.max_output {
+            self.stop(run, KillReason::OutputLimit);
         }
     }
 
