@@ -4,6 +4,8 @@
 //! 5 memory limit, 6 output limit, 7 file-size limit, 8 process limit, 9 violation,
 //! 10 crashed, 11 the sandbox could not be set up (fail closed).
 
+mod daemon;
+
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
@@ -84,6 +86,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The per-user daemon that `eval` and `run` reuse (started by them on first use;
+    /// it exits after `RSANDBOX_DAEMON_IDLE` seconds without requests, default 600).
+    Daemon {
+        /// Stop every daemon of this user.
+        #[arg(long)]
+        stop: bool,
+        /// Serve as the daemon of this name (set by `eval`/`run` when they start one).
+        #[arg(long, hide = true, conflicts_with = "stop")]
+        name: Option<String>,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
     /// Show which isolation layers this machine offers and which rsandbox applies.
     Check {
         /// Print JSON.
@@ -134,6 +148,10 @@ struct EngineArgs {
     /// Append audit records (JSONL, created 0600) to this file.
     #[arg(long)]
     audit_log: Option<PathBuf>,
+    /// `eval`/`run`: start R for this call only; neither use nor start the per-user
+    /// daemon (also `RSANDBOX_NO_DAEMON=1`).
+    #[arg(long)]
+    no_daemon: bool,
 }
 
 impl LimitArgs {
@@ -181,6 +199,9 @@ fn main() -> ExitCode {
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
         Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
         Command::Lint { file, json } => lint(read_source(&file), json),
+        Command::Daemon { stop: true, .. } => daemon::stop_all(),
+        Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
+        Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
         Command::Check { json } => check(json),
     };
     match result {
@@ -211,9 +232,28 @@ fn evaluate(code: anyhow::Result<String>, limits: &LimitArgs, engine: &EngineArg
     // Validate before starting R: bad input costs nothing.
     rsandbox::options::validate_code(&code)?;
     options.validate()?;
-    // One fork only: warming the zygote for fast later forks would be wasted here.
-    let engine = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })?;
-    let result = engine.eval(&code, &options)?;
+    let use_daemon = !engine.no_daemon && std::env::var_os("RSANDBOX_NO_DAEMON").is_none_or(|v| v.is_empty() || v == "0");
+    let key = daemon::DaemonKey::for_config(&engine.config()).filter(|_| use_daemon);
+    let answer = match key.map(|key| daemon::eval(&key, &code, &options)) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(answer))) => Some(answer),
+        Some(Err(why)) => {
+            eprintln!("rsandbox: evaluating without the daemon: {why}");
+            None
+        }
+    };
+    let result = match answer {
+        Some(daemon::Answer::Result(result)) => *result,
+        Some(daemon::Answer::Refused { code, message }) => {
+            eprintln!("rsandbox: {message}");
+            return Ok(if code == "bad_input" { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED });
+        }
+        None => {
+            // One fork only: warming the zygote for fast later forks would be wasted here.
+            let engine = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })?;
+            engine.eval(&code, &options)?
+        }
+    };
     if json {
         println!("{}", serde_json::to_string(&result)?);
     } else {

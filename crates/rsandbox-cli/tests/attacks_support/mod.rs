@@ -1275,7 +1275,9 @@ impl Run {
             .env("USER", if self.mode == Mode::User { ATTACK_USER } else { "root" })
             .env("RSANDBOX_ATTACK_TOKEN", &self.token)
             .env("AWS_SECRET_ACCESS_KEY", &self.token)
-            .env("RSANDBOX_ZYGOTE", zygote_link);
+            .env("RSANDBOX_ZYGOTE", zygote_link)
+            // Every case must leave nothing running, so no per-user daemon.
+            .env("RSANDBOX_NO_DAEMON", "1");
         if self.mode == Mode::User {
             as_user(&mut c);
         }

@@ -312,6 +312,9 @@ pub fn rsandbox_with(who: Who, args: &[&str], env: &[(&str, &str)], stdin: Optio
     let mut command = Command::new(&bins.cli);
     command.args(args).env_clear().current_dir("/");
     command.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C.UTF-8");
+    // Each scenario tests one invocation, which must leave nothing running: no daemon
+    // (the daemon has tests of its own, which turn this off).
+    command.env("RSANDBOX_NO_DAEMON", "1");
     match who {
         Who::Root => {
             command.env("HOME", "/root").env("USER", "root");

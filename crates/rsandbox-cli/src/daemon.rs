@@ -1,0 +1,332 @@
+//! The user-level daemon that makes the one-shot `rsandbox eval`/`run` cheap.
+//!
+//! An `eval` on its own pays for a whole R start-up (~150 ms). Instead the CLI asks a
+//! daemon of the same user, which keeps an engine with pre-forked children, over the
+//! stdio protocol on a unix socket; the first call starts that daemon in the background
+//! (and evaluates on its own, as before), later calls cost a socket round trip.
+//!
+//! Who may talk to it: the socket lives in a directory only this user can enter
+//! (`$XDG_RUNTIME_DIR/rsandbox`, or `/tmp/rsandbox-<uid>`, created 0700 and refused if
+//! it is a symlink, someone else's, or open to others), and the daemon also checks each
+//! peer's uid (`SO_PEERCRED`). One daemon per engine configuration: the key hashes the
+//! binaries (path and mtime), the engine flags and the environment the engine reads
+//! (`TZ`, `R_HOME`, `TMPDIR`, `RSANDBOX_ZYGOTE`). A daemon exits after an idle period
+//! (`RSANDBOX_DAEMON_IDLE` seconds, default 600) and removes its socket.
+//! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
+
+use rsandbox::{Engine, EngineConfig, EvalOptions, EvalResult};
+use serde_json::{json, Value};
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Set by SIGTERM (`rsandbox daemon --stop`): the daemon shuts down cleanly.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_sigterm(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Default idle period before a daemon exits.
+const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+/// Largest response line accepted from the daemon (results are capped by the output
+/// limit; plots come base64).
+const MAX_RESPONSE: u64 = 256 << 20;
+
+/// What selects a daemon: everything that changes what an evaluation gets.
+pub struct DaemonKey {
+    preload: Vec<String>,
+    best_effort: bool,
+    namespaces: bool,
+}
+
+impl DaemonKey {
+    /// The key for an engine configuration; `None` when the daemon cannot serve it
+    /// (an audit log belongs to the invocation that names it).
+    pub fn for_config(config: &EngineConfig) -> Option<DaemonKey> {
+        if config.audit_log.is_some() || config.zygote_path.is_some() || config.workspace_root.is_some() {
+            return None;
+        }
+        Some(DaemonKey { preload: config.preload.clone(), best_effort: config.best_effort, namespaces: config.namespaces })
+    }
+
+    /// The socket's file name: a hash of the key, the binaries and the environment.
+    fn name(&self) -> String {
+        let mut h = std::hash::DefaultHasher::new();
+        (&self.preload, self.best_effort, self.namespaces).hash(&mut h);
+        let exe = std::env::current_exe().ok();
+        let zygote = rsandbox::zygote::locate_zygote(None).ok();
+        for binary in [exe, zygote].into_iter().flatten() {
+            binary.hash(&mut h);
+            std::fs::metadata(&binary).and_then(|m| m.modified()).ok().hash(&mut h);
+        }
+        for var in ["TZ", "R_HOME", "TMPDIR", "RSANDBOX_ZYGOTE"] {
+            std::env::var_os(var).hash(&mut h);
+        }
+        format!("daemon-{:016x}", h.finish())
+    }
+}
+
+/// The directory for this user's daemon sockets, created if missing. An error when it
+/// exists but is not safe: a symlink, someone else's, or open to others.
+pub fn runtime_dir() -> Result<PathBuf, String> {
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(base) if base.is_absolute() && std::fs::metadata(&base).is_ok_and(|m| m.uid() == uid) => base.join("rsandbox"),
+        _ => std::env::temp_dir().join(format!("rsandbox-{uid}")),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    if meta.uid() != uid {
+        return Err(format!("{} belongs to uid {}, not to uid {uid}", dir.display(), meta.uid()));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!("{} is open to other users (mode {:o})", dir.display(), meta.permissions().mode() & 0o777));
+    }
+    Ok(dir)
+}
+
+/// How a request through the daemon went.
+pub enum Answer {
+    /// The evaluation's result.
+    Result(Box<EvalResult>),
+    /// The daemon refused the request (`bad_input`, `sandbox_setup_failed`, ...).
+    Refused { code: String, message: String },
+}
+
+/// Evaluate through this user's daemon. `Ok(None)`: no daemon answers (one is started
+/// in the background for the next call); the caller evaluates on its own.
+pub fn eval(key: &DaemonKey, code: &str, options: &EvalOptions) -> Result<Option<Answer>, String> {
+    let dir = runtime_dir()?;
+    let socket = dir.join(format!("{}.sock", key.name()));
+    let Ok(mut stream) = UnixStream::connect(&socket) else {
+        start(key, &dir)?;
+        return Ok(None);
+    };
+    // The directory is ours and 0700, so only we (or root) could have made this
+    // socket; the daemon must also run as us.
+    let peer = rustix::net::sockopt::socket_peercred(stream.as_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if peer.uid.as_raw() != me {
+        return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
+    }
+    let request = json!({
+        "op": "eval", "id": 1, "code": code, "timeout": options.timeout.as_secs_f64(),
+        "limits": limits_json(options),
+    });
+    let mut line = request.to_string();
+    line.push('\n');
+    stream.write_all(line.as_bytes()).map_err(|e| format!("failed to send to the daemon: {e}"))?;
+    stream.shutdown(std::net::Shutdown::Write).map_err(|e| format!("failed to send to the daemon: {e}"))?;
+    let mut response = String::new();
+    BufReader::new(stream.take(MAX_RESPONSE))
+        .read_line(&mut response)
+        .map_err(|e| format!("failed to read the daemon's answer: {e}"))?;
+    if response.is_empty() {
+        return Err("the daemon ended without answering".into());
+    }
+    let response: Value = serde_json::from_str(&response).map_err(|e| format!("the daemon's answer is not JSON: {e}"))?;
+    if let Some(result) = response.get("result") {
+        let result = serde_json::from_value(result.clone()).map_err(|e| format!("the daemon's result is malformed: {e}"))?;
+        return Ok(Some(Answer::Result(Box::new(result))));
+    }
+    let error = &response["error"];
+    Ok(Some(Answer::Refused {
+        code: error["code"].as_str().unwrap_or("engine_error").to_string(),
+        message: error["message"].as_str().unwrap_or("the daemon refused the request").to_string(),
+    }))
+}
+
+/// The protocol's limits object for these options (sizes in bytes).
+fn limits_json(o: &EvalOptions) -> Value {
+    let bytes = |v: Option<u64>| v.map(|b| b.to_string());
+    json!({
+        "cpu": o.cpu_seconds, "memory": bytes(o.memory), "fsize": bytes(o.file_size), "disk": bytes(o.disk),
+        "nproc": o.processes, "nofile": o.open_files, "max_output": o.max_output.to_string(),
+    })
+}
+
+/// Start a daemon for `key` in the background (detached, in its own session).
+fn start(key: &DaemonKey, dir: &Path) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let name = key.name();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(dir.join(format!("{name}.log")))
+        .map_err(|e| format!("cannot open the daemon log: {e}"))?;
+    let mut command = Command::new(exe);
+    command.arg("daemon").arg("--name").arg(&name);
+    if !key.preload.is_empty() {
+        command.arg("--preload").arg(key.preload.join(","));
+    }
+    if key.best_effort {
+        command.arg("--best-effort");
+    }
+    if !key.namespaces {
+        command.arg("--no-namespaces");
+    }
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).current_dir("/");
+    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our terminal
+    // and process group, so a Ctrl-C meant for this command does not reach it.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    // Not waited for: it outlives us and is reparented.
+    command.spawn().map(drop).map_err(|e| format!("failed to start the daemon: {e}"))
+}
+
+/// `rsandbox daemon --name NAME`: serve until idle. Exits quietly if another daemon of
+/// the same name holds the lock.
+pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
+    anyhow::ensure!(
+        name.starts_with("daemon-") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+        "invalid daemon name {name:?}"
+    );
+    let dir = runtime_dir().map_err(anyhow::Error::msg)?;
+    let lock = std::fs::OpenOptions::new().create(true).write(true).truncate(false).mode(0o600).open(dir.join(format!("{name}.lock")))?;
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Ok(0); // another daemon of this name is up or starting
+    }
+    let socket = dir.join(format!("{name}.sock"));
+    // Ours (we hold the lock): a socket left by a daemon that was killed.
+    match std::fs::remove_file(&socket) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => anyhow::bail!("cannot remove the stale socket {}: {e}", socket.display()),
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    if unsafe { libc::signal(libc::SIGTERM, on_sigterm as *const () as libc::sighandler_t) } == libc::SIG_ERR {
+        anyhow::bail!("failed to install the SIGTERM handler: {}", std::io::Error::last_os_error());
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine = Engine::start(EngineConfig { prefork: cores, ..config })?;
+    let listener = UnixListener::bind(&socket)?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::write(dir.join(format!("{name}.pid")), std::process::id().to_string())?;
+    let idle = std::env::var("RSANDBOX_DAEMON_IDLE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_IDLE, Duration::from_secs_f64);
+    let served = accept_until_idle(&listener, &engine, idle);
+    // Remove the socket first, so no client connects to a daemon on its way out.
+    std::fs::remove_file(&socket).ok();
+    std::fs::remove_file(dir.join(format!("{name}.pid"))).ok();
+    drop(engine);
+    served?;
+    Ok(0)
+}
+
+fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -> anyhow::Result<()> {
+    listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
+    let last_seen = Arc::new(Mutex::new(Instant::now()));
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false)?;
+                if !peer_is(&stream, me) {
+                    continue; // dropped unanswered: not this user's
+                }
+                *last_seen.lock().expect("clock") = Instant::now();
+                active.fetch_add(1, Ordering::SeqCst);
+                let (engine, active, last_seen) = (engine.clone(), active.clone(), last_seen.clone());
+                std::thread::spawn(move || {
+                    if let Ok(reader) = stream.try_clone() {
+                        fronts::stdio::serve(engine, BufReader::new(reader), stream);
+                    }
+                    *last_seen.lock().expect("clock") = Instant::now();
+                    active.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let quiet = last_seen.lock().expect("clock").elapsed();
+                if STOP.load(Ordering::SeqCst) || (active.load(Ordering::SeqCst) == 0 && quiet >= idle) {
+                    return Ok(());
+                }
+                let mut fd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 };
+                // SAFETY: one valid pollfd; waking every 200 ms to look at the idle clock.
+                unsafe { libc::poll(&mut fd, 1, 200) };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Whether the peer of `stream` runs as `uid`.
+fn peer_is(stream: &UnixStream, uid: u32) -> bool {
+    rustix::net::sockopt::socket_peercred(stream.as_fd()).is_ok_and(|cred| cred.uid.as_raw() == uid)
+}
+
+/// `rsandbox daemon --stop`: end every daemon of this user (they finish what they run).
+pub fn stop_all() -> anyhow::Result<u8> {
+    let dir = runtime_dir().map_err(anyhow::Error::msg)?;
+    let mut stopped = 0;
+    for entry in std::fs::read_dir(&dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "pid") {
+            let pid: i32 = std::fs::read_to_string(&path)?.trim().parse()?;
+            // SAFETY: a signal to a pid this user's daemon wrote; SIGTERM ends it.
+            if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+                stopped += 1;
+            }
+            std::fs::remove_file(&path).ok();
+        }
+    }
+    eprintln!("rsandbox: stopped {stopped} daemon(s)");
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_uid_is_served() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        assert!(peer_is(&a, me));
+        assert!(!peer_is(&a, me + 1));
+    }
+
+    #[test]
+    fn keys_differ_by_what_changes_an_evaluation() {
+        let base = DaemonKey::for_config(&EngineConfig::default()).unwrap();
+        let preload = DaemonKey::for_config(&EngineConfig { preload: vec!["stats4".into()], ..EngineConfig::default() }).unwrap();
+        let no_ns = DaemonKey::for_config(&EngineConfig { namespaces: false, ..EngineConfig::default() }).unwrap();
+        assert_ne!(base.name(), preload.name());
+        assert_ne!(base.name(), no_ns.name());
+        assert_eq!(base.name(), DaemonKey::for_config(&EngineConfig::default()).unwrap().name());
+        let audited = EngineConfig { audit_log: Some("/tmp/x".into()), ..EngineConfig::default() };
+        assert!(DaemonKey::for_config(&audited).is_none(), "an audit log is the invocation's own");
+    }
+}

@@ -1,0 +1,148 @@
+//! The per-user daemon that `rsandbox eval`/`run` reuse: started by the first call,
+//! reused by later ones (the same zygote answers), as locked down as a one-shot call,
+//! stopped on request or when idle, and never used through a directory others can
+//! enter. As root and as the unprivileged `rsandbox-test`.
+
+#[macro_use]
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A fresh `XDG_RUNTIME_DIR` owned by `who`.
+fn runtime_base(who: Who, name: &str) -> PathBuf {
+    let base = std::env::temp_dir().join(format!("rsandbox-daemon-test-{name}-{who:?}-{}", std::process::id()));
+    std::fs::remove_dir_all(&base).ok();
+    std::fs::create_dir(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    if who == Who::User {
+        let account = test_user();
+        std::os::unix::fs::chown(&base, Some(account.uid), Some(account.gid)).unwrap();
+    }
+    base
+}
+
+fn eval_via(who: Who, base: &Path, idle: &str, extra: &[&str], code: &str) -> (Output, Value) {
+    let mut args = vec!["eval", "--json"];
+    args.extend_from_slice(extra);
+    args.push(code);
+    let env = [("RSANDBOX_NO_DAEMON", "0"), ("XDG_RUNTIME_DIR", base.to_str().unwrap()), ("RSANDBOX_DAEMON_IDLE", idle)];
+    let out = rsandbox_with(who, &args, &env, None);
+    let json = out.json();
+    (out, json)
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn files_with(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == extension)).collect())
+        .unwrap_or_default()
+}
+
+/// R code whose value names the engine that served it: workspaces live in a directory
+/// named `rsandbox-<supervisor pid>-<random>`.
+const WHO_SERVES: &str = "basename(dirname(getwd()))";
+
+/// The supervisor pid in a [`WHO_SERVES`] value.
+fn supervisor_of(result: &Value) -> i64 {
+    let name = result["value"].as_str().unwrap_or_else(|| panic!("no workspace name in {result}"));
+    name.split('-').nth(1).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("unexpected workspace root {name}"))
+}
+
+both!(
+    fn started_reused_and_stopped(who) {
+        let base = runtime_base(who, "reuse");
+        let dir = base.join("rsandbox");
+        // The first call evaluates on its own and starts the daemon for the next ones.
+        let (out, first) = eval_via(who, &base, "60", &[], WHO_SERVES);
+        assert_outcome(&out, &first, "ok", 0);
+        wait_for("the daemon's socket", || !files_with(&dir, "sock").is_empty() && !files_with(&dir, "pid").is_empty());
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the socket directory is private");
+        let daemon: i64 = std::fs::read_to_string(&files_with(&dir, "pid")[0]).unwrap().trim().parse().unwrap();
+
+        // Later calls are answered by the daemon.
+        let (out2, second) = eval_via(who, &base, "60", &[], WHO_SERVES);
+        assert_outcome(&out2, &second, "ok", 0);
+        let (out3, third) = eval_via(who, &base, "60", &[], WHO_SERVES);
+        assert_outcome(&out3, &third, "ok", 0);
+        assert_eq!(supervisor_of(&second), daemon, "served by the daemon:{out2}");
+        assert_eq!(supervisor_of(&third), daemon, "served by the daemon:{out3}");
+        assert_eq!(supervisor_of(&first), out.pid as i64, "the first call served itself:{out}");
+        let zygotes: Vec<i64> = std::fs::read_to_string(format!("/proc/{daemon}/task/{daemon}/children"))
+            .unwrap()
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        assert_eq!(zygotes.len(), 1, "the daemon runs one zygote: {zygotes:?}");
+        let zygote = zygotes[0];
+        // As locked down as a one-shot evaluation.
+        let (alone_out, alone) = eval_via(who, &base, "60", &["--no-daemon"], WHO_SERVES);
+        assert_outcome(&alone_out, &alone, "ok", 0);
+        assert_eq!(supervisor_of(&alone), alone_out.pid as i64, "--no-daemon serves itself:{alone_out}");
+        for layer in ["namespaces", "private_root", "landlock", "seccomp", "workspace_quota"] {
+            assert_eq!(second["layers"][layer], alone["layers"][layer], "layer {layer}:{out2}{alone_out}");
+        }
+        // Limits and errors travel too.
+        let (t_out, timeout) = eval_via(who, &base, "60", &["--timeout", "0.5"], "Sys.sleep(5)");
+        assert_outcome(&t_out, &timeout, "timeout", 3);
+        let bad = rsandbox_with(
+            who,
+            &["eval", ""],
+            &[("RSANDBOX_NO_DAEMON", "0"), ("XDG_RUNTIME_DIR", base.to_str().unwrap())],
+            None,
+        );
+        bad.assert_code(2);
+
+        // Stopped on request: the daemon, its zygote and its socket go.
+        let stop = rsandbox_with(who, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+        stop.assert_code(0);
+        wait_for("the daemon to exit", || !Path::new(&format!("/proc/{daemon}")).exists());
+        wait_for("its zygote to exit", || !Path::new(&format!("/proc/{zygote}")).exists());
+        assert!(files_with(&dir, "sock").is_empty(), "socket removed");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+);
+
+both!(
+    fn an_idle_daemon_exits_by_itself(who) {
+        let base = runtime_base(who, "idle");
+        let dir = base.join("rsandbox");
+        let (out, j) = eval_via(who, &base, "1", &[], "1 + 1");
+        assert_outcome(&out, &j, "ok", 0);
+        wait_for("the daemon's pid file", || !files_with(&dir, "pid").is_empty());
+        let daemon: i64 = std::fs::read_to_string(&files_with(&dir, "pid")[0]).unwrap().trim().parse().unwrap();
+        wait_for("the idle daemon to exit", || !Path::new(&format!("/proc/{daemon}")).exists());
+        assert!(files_with(&dir, "sock").is_empty(), "socket removed");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+);
+
+both!(
+    fn a_directory_others_can_enter_is_not_used(who) {
+        let base = runtime_base(who, "open");
+        let dir = base.join("rsandbox");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if who == Who::User {
+            let account = test_user();
+            std::os::unix::fs::chown(&dir, Some(account.uid), Some(account.gid)).unwrap();
+        }
+        let (out, j) = eval_via(who, &base, "60", &[], "1 + 1");
+        assert_outcome(&out, &j, "ok", 0);
+        assert!(out.stderr.contains("evaluating without the daemon") && out.stderr.contains("open to other users"), "{out}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(files_with(&dir, "sock").is_empty() && files_with(&dir, "pid").is_empty(), "no daemon started");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+);
