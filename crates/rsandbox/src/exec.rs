@@ -40,10 +40,13 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
         .ok_or_else(|| EngineError::Setup(format!("program {program:?} not found")))
 }
 
-/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line.
+/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line. Reads only the
+/// file's header, program headers and the interpreter's name, never the whole file.
 pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path)?;
     let mut head = Vec::new();
-    File::open(path)?.take(4096).read_to_end(&mut head)?;
+    (&file).take(4096).read_to_end(&mut head)?;
     if let Some(rest) = head.strip_prefix(b"#!") {
         let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
         let text = String::from_utf8_lossy(line);
@@ -52,21 +55,25 @@ pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
     if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
         return Ok(None); // not a 64-bit ELF: nothing we know how to read
     }
-    let u16_at = |o: usize| u16::from_le_bytes([head[o], head[o + 1]]) as usize;
-    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes")) as usize;
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(54), u16_at(56));
-    let mut file = File::open(path)?;
-    let mut all = Vec::new();
-    file.read_to_end(&mut all)?;
-    for i in 0..phnum {
-        let ph = phoff + i * phentsize;
-        if ph + 56 > all.len() {
-            break;
-        }
-        if u32::from_le_bytes(all[ph..ph + 4].try_into().expect("4 bytes")) == 3 {
-            let (off, size) = (u64_at(&all, ph + 8), u64_at(&all, ph + 32));
-            let bytes = all.get(off..off + size).unwrap_or_default();
-            let text = String::from_utf8_lossy(bytes).trim_end_matches('\0').to_string();
+    let u16_at = |buf: &[u8], o: usize| u16::from_le_bytes([buf[o], buf[o + 1]]) as u64;
+    let u32_at = |buf: &[u8], o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
+    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
+    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
+    if phentsize < 56 || phnum > 256 {
+        return Ok(None); // not program headers we understand
+    }
+    let mut headers = vec![0u8; (phentsize * phnum) as usize];
+    file.read_exact_at(&mut headers, phoff)?;
+    for ph in headers.chunks_exact(phentsize as usize) {
+        const PT_INTERP: u32 = 3;
+        if u32_at(ph, 0) == PT_INTERP {
+            let (offset, size) = (u64_at(ph, 8), u64_at(ph, 32));
+            if size > 4096 {
+                return Ok(None);
+            }
+            let mut name = vec![0u8; size as usize];
+            file.read_exact_at(&mut name, offset)?;
+            let text = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
             return Ok(Some(PathBuf::from(text)));
         }
     }
@@ -97,7 +104,7 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
     std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
     let pid = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
     let (status, usage, timed_out) = wait_with_deadline(pid, start + options.timeout)?;
-    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1 };
+    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1, lockdown_us: None };
     std::env::set_current_dir("/").map_err(EngineError::io("leave the workspace"))?;
     Ok(report(status, usage, timed_out, options))
 }
@@ -160,4 +167,22 @@ fn wait_with_deadline(pid: libc::pid_t, deadline: Instant) -> Result<(ExitStatus
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
     };
     Ok((exit, (ms(usage.ru_utime) + ms(usage.ru_stime), usage.ru_maxrss as u64), timed_out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpreters_of_elf_script_and_plain_files() {
+        let elf = interpreter_of(Path::new("/bin/true")).unwrap().expect("a dynamic ELF names its loader");
+        assert!(elf.to_string_lossy().contains("ld-linux"), "{elf:?}");
+        let dir = std::env::temp_dir().join(format!("rsandbox-interp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("script"), "#!/bin/sh -e\necho hi\n").unwrap();
+        std::fs::write(dir.join("plain"), "not a program").unwrap();
+        assert_eq!(interpreter_of(&dir.join("script")).unwrap(), Some(PathBuf::from("/bin/sh")));
+        assert_eq!(interpreter_of(&dir.join("plain")).unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

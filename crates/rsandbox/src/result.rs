@@ -107,6 +107,10 @@ pub struct Usage {
     pub cpu_ms: u64,
     /// Peak resident set size.
     pub max_rss_kb: u64,
+    /// How long this sandbox took to lock itself down (namespaces through seccomp),
+    /// measured in the child; for a pre-forked child that was before the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockdown_us: Option<u64>,
 }
 
 /// How the child process ended, for diagnosis.

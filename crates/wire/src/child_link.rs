@@ -76,8 +76,8 @@ fn malformed(peer: Peer, e: io::Error) -> WireError {
 /// How a child's lockdown ended.
 #[derive(Debug)]
 pub enum Lockdown {
-    /// Every layer the policy requires is in place.
-    Applied(Applied),
+    /// Every layer the policy requires is in place, in this many microseconds.
+    Applied(Applied, u64),
     /// The child could not lock itself down; nothing ran.
     Failed(String),
 }
@@ -85,7 +85,7 @@ pub enum Lockdown {
 /// Read the child's first report (blocking; set a read timeout on the stream first).
 pub fn await_lockdown(stream: impl Read) -> Result<Lockdown, WireError> {
     match read_report(stream, "locked_down")? {
-        ChildReport::LockedDown { applied } => Ok(Lockdown::Applied(applied)),
+        ChildReport::LockedDown { applied, lockdown_us } => Ok(Lockdown::Applied(applied, lockdown_us)),
         ChildReport::SetupFailed { error } => Ok(Lockdown::Failed(error)),
         other => Err(WireError::Unexpected { peer: Peer::Child, expected: "locked_down", got: other.tag() }),
     }

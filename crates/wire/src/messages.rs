@@ -133,6 +133,8 @@ pub enum ChildReport {
     LockedDown {
         /// What was enforced.
         applied: Applied,
+        /// How long `lockdown::apply` took in the child (namespaces through seccomp), µs.
+        lockdown_us: u64,
     },
     /// Evaluation finished.
     Evaluated {

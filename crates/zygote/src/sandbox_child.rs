@@ -57,6 +57,7 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     let mut policy = policy.clone();
     policy.keep_fds_below = VIOLATION + 1;
     policy.violation_fd = Some(VIOLATION);
+    let started = std::time::Instant::now();
     let applied = match lockdown::apply(&policy, filters, zygote) {
         Ok(applied) => applied,
         Err(e) => report_and_exit(
@@ -73,7 +74,7 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     if let Err(e) = define_tools(r, tools) {
         report_and_exit(&ChildReport::SetupFailed { error: format!("failed to define tools: {e}") }, SETUP_FAILED);
     }
-    write_report(&ChildReport::LockedDown { applied });
+    write_report(&ChildReport::LockedDown { applied, lockdown_us: started.elapsed().as_micros() as u64 });
     let plot_dir = workspace.join(PLOT_DIR);
     // One request after another until the supervisor closes the channel (or kills us):
     // a one-shot evaluation is a session of one request.

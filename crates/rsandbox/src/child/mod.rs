@@ -75,6 +75,7 @@ pub struct SandboxChild {
     output: Output,
     violations: ViolationWatch,
     layers: lockdown::Applied,
+    lockdown_us: u64,
     exit: Option<Exit>,
     dead: bool,
 }
@@ -149,6 +150,7 @@ impl SandboxChild {
                 landlock: lockdown::LandlockEnforcement::None,
                 seccomp: false,
             },
+            lockdown_us: 0,
             exit: None,
             dead: false,
         };
@@ -162,7 +164,10 @@ impl SandboxChild {
         let configure = EngineError::io("configure the child channel");
         ctl.set_read_timeout(Some(SPAWN_TIMEOUT)).map_err(configure)?;
         let applied = match await_lockdown(&ctl) {
-            Ok(Lockdown::Applied(applied)) => applied,
+            Ok(Lockdown::Applied(applied, lockdown_us)) => {
+                self.lockdown_us = lockdown_us;
+                applied
+            }
             Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(error)),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
@@ -433,6 +438,7 @@ impl SandboxChild {
             cpu_limit,
         });
         result.layers = Some(self.layers.clone());
+        result.usage.lockdown_us = Some(self.lockdown_us);
         if quit {
             // quit() ends the R process; the child is no longer usable.
             self.kill();

@@ -51,7 +51,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         syntax_error: None,
         violation: None,
         plots: Vec::new(),
-        usage: Usage { wall_ms: o.wall_ms, cpu_ms: 0, max_rss_kb: 0 },
+        usage: Usage { wall_ms: o.wall_ms, cpu_ms: 0, max_rss_kb: 0, lockdown_us: None },
         exit: ExitStatus { code, signal },
         layers: None,
         reset: false,
