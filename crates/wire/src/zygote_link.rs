@@ -123,8 +123,13 @@ impl SupervisorLink {
     /// The next request. `Ok(None)`: the supervisor closed the channel. The fds are
     /// returned as they came; [`spawn_fds`] checks their number.
     pub fn next_request(&self) -> Result<Option<(ZygoteRequest, Vec<OwnedFd>)>, WireError> {
-        let Some((bytes, fds)) = self.channel.recv().map_err(WireError::io("read a request", Peer::Supervisor))? else {
-            return Ok(None);
+        let (bytes, fds) = match self.channel.recv() {
+            Ok(Some(message)) => message,
+            // A supervisor that exits without reading our last events resets the
+            // channel instead of closing it: either way it is gone.
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+            Err(e) => return Err(WireError::io("read a request", Peer::Supervisor)(e)),
         };
         let request = serde_json::from_slice(&bytes)
             .map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
