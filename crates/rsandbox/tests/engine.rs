@@ -407,3 +407,16 @@ fn tempdir_for_test() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn the_child_restores_default_signal_handling() {
+    // The zygote runs with Rust's SIGPIPE ignored and SIGCHLD blocked; a child that
+    // kept either would not behave like R (and what it forks) expects.
+    let r = engine().eval("tools::pskill(Sys.getpid(), 13L); Sys.sleep(2); 1", &EvalOptions::default()).unwrap();
+    assert_eq!(r.outcome, Outcome::Crashed, "{r:?}");
+    assert_eq!(r.exit.signal, Some(13), "SIGPIPE kills, as by default: {r:?}");
+    let blocked = engine()
+        .eval("p <- parallel::mcparallel(21 * 2); parallel::mccollect(p, wait = TRUE)[[1]]", &EvalOptions::default())
+        .unwrap();
+    assert_eq!(blocked.value.as_f64(), Some(42.0), "children are reaped through SIGCHLD: {blocked:?}");
+}
