@@ -294,6 +294,7 @@ fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> anyhow::Res
             "forbidden system call {}; the sandbox was killed",
             result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str())
         )),
+        Outcome::Interrupted => Some("interrupted".into()),
         Outcome::Crashed | Outcome::Ok | Outcome::Error => None,
     };
     if let Some(why) = why {

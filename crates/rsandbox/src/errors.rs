@@ -43,6 +43,9 @@ pub enum InputError {
     /// An invalid package name for preloading.
     #[error("invalid package name {0:?}")]
     BadPackage(String),
+    /// A workspace file or snapshot request refused (path, size, type).
+    #[error("{0}")]
+    Workspace(String),
 }
 
 /// Anything that stops an evaluation from producing a result.

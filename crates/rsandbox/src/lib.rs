@@ -16,7 +16,9 @@
 pub mod audit;
 pub mod child;
 pub mod errors;
+pub mod events;
 pub mod exec;
+mod files;
 pub mod options;
 pub mod pool;
 pub mod r_policy;
@@ -28,9 +30,10 @@ pub mod workspace;
 pub mod zygote;
 
 pub use errors::{EngineError, InputError};
+pub use events::{Event, OutputStream};
 pub use options::{parse_size, EngineConfig, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};
-pub use result::{EvalResult, Outcome};
+pub use result::{EvalResult, Outcome, WorkspaceFile};
 pub use session::{ExecuteOptions, Session};
 pub use tools::{ArgType, Tool, ToolSpec};
 
@@ -180,6 +183,8 @@ impl Engine {
             max_tool_calls: 0,
             max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
             observer: &mut ignore,
+            on_event: None,
+            interrupt_on_timeout: false,
         })?;
         if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
             return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
@@ -188,15 +193,8 @@ impl Engine {
     }
 
     /// Run one request on a prepared child, with audit records around it.
-    pub(crate) fn run(
-        &self,
-        prepared: &mut Prepared,
-        id: &str,
-        code: &str,
-        options: &EvalOptions,
-        tools: &[Tool],
-        max_tool_calls: u32,
-    ) -> Result<EvalResult, EngineError> {
+    pub(crate) fn run(&self, prepared: &mut Prepared, id: &str, spec: Run<'_>) -> Result<EvalResult, EngineError> {
+        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout } = spec;
         options::validate_code(code)?;
         let audit = self.inner.audit.as_ref();
         if let Some(log) = audit {
@@ -221,6 +219,9 @@ impl Engine {
             max_tool_calls,
             max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
             observer: &mut observer,
+            // Shortened to this call's lifetime, which the observer's borrows set.
+            on_event: on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>)),
+            interrupt_on_timeout,
         })?;
         if let Some(log) = audit {
             if let Some(v) = &result.violation {
@@ -243,10 +244,31 @@ impl Engine {
 
     /// Evaluate `code` in a fresh, isolated R process (no state carried over).
     pub fn eval(&self, code: &str, options: &EvalOptions) -> Result<EvalResult, EngineError> {
+        self.eval_request(EvalRequest::new(code, options.clone()))
+    }
+
+    /// Evaluate in a fresh sandbox with files placed in its workspace first, files
+    /// collected from it after, and output streamed while it runs.
+    pub fn eval_request(&self, request: EvalRequest<'_>) -> Result<EvalResult, EngineError> {
+        let EvalRequest { code, options, files, collect, mut on_event } = request;
         options::validate_code(code)?;
-        let mut prepared = self.take_child(options, &[])?;
+        let mut prepared = self.take_child(&options, &[])?;
         let id = self.new_id("eval");
-        let result = self.run(&mut prepared, &id, code, options, &[], 0);
+        let per_file = options.disk.unwrap_or(u64::MAX).min(options.max_output);
+        let result = files
+            .iter()
+            .try_for_each(|(path, data)| files::put(&mut prepared.child, path, data, per_file).map(drop))
+            .and_then(|()| {
+                let on_event = on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>));
+                self.run(&mut prepared, &id, Run { on_event, ..Run::plain(code, &options) })
+            })
+            .and_then(|mut result| {
+                if !collect.is_empty() && prepared.child.is_alive() {
+                    let room = options.max_output.saturating_sub(result.stdout.len() as u64 + result.stderr.len() as u64);
+                    result.files = files::collect(&mut prepared.child, &collect, room)?;
+                }
+                Ok(result)
+            });
         self.retire(prepared);
         result
     }
@@ -264,6 +286,44 @@ impl Engine {
     /// A persistent session with these limits and host tools.
     pub fn session(&self, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
         Session::start(self.clone(), options, tools)
+    }
+}
+
+/// One evaluation in a fresh sandbox, with what goes in and comes out besides code.
+pub struct EvalRequest<'a> {
+    /// R code.
+    pub code: &'a str,
+    /// Limits.
+    pub options: EvalOptions,
+    /// Files placed in the workspace before the code runs: (relative path, bytes).
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Globs over workspace paths whose files come back in `result.files`.
+    pub collect: Vec<String>,
+    /// Output streamed while the code runs.
+    pub on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
+}
+
+impl<'a> EvalRequest<'a> {
+    /// Just code and limits.
+    pub fn new(code: &'a str, options: EvalOptions) -> EvalRequest<'a> {
+        EvalRequest { code, options, files: Vec::new(), collect: Vec::new(), on_event: None }
+    }
+}
+
+/// One request on a prepared child, as the engine runs it.
+pub(crate) struct Run<'a> {
+    pub(crate) code: &'a str,
+    pub(crate) options: &'a EvalOptions,
+    pub(crate) tools: &'a [Tool],
+    pub(crate) max_tool_calls: u32,
+    pub(crate) on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
+    pub(crate) interrupt_on_timeout: bool,
+}
+
+impl<'a> Run<'a> {
+    /// Code and limits; no tools, nothing streamed, killed at the deadline.
+    pub(crate) fn plain(code: &'a str, options: &'a EvalOptions) -> Run<'a> {
+        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false }
     }
 }
 

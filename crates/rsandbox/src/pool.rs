@@ -97,7 +97,7 @@ impl Pool {
             None => self.engine.prepare(&self.options, &[]),
         };
         let result = prepared.and_then(|mut p| {
-            let result = self.engine.run(&mut p, &id, code, &options, &[], 0);
+            let result = self.engine.run(&mut p, &id, crate::Run::plain(code, &options));
             self.engine.retire(p);
             result
         });
@@ -145,7 +145,7 @@ impl PooledSession<'_> {
         }
         let options = EvalOptions { timeout: timeout.unwrap_or(pool.options.timeout), ..pool.options.clone() };
         let prepared = self.prepared.as_mut().expect("just filled");
-        let mut result = pool.engine.run(prepared, &self.id, code, &options, &[], 0)?;
+        let mut result = pool.engine.run(prepared, &self.id, crate::Run::plain(code, &options))?;
         if !prepared.child.is_alive() {
             if let Some(dead) = self.prepared.take() {
                 pool.engine.retire(dead);

@@ -26,6 +26,9 @@ pub enum Outcome {
     Violation,
     /// The process died some other way (signal, abort, native crash).
     Crashed,
+    /// Stopped by an interrupt (`Session::interrupt`), as Ctrl-C stops R: the session
+    /// keeps its state.
+    Interrupted,
 }
 
 impl Outcome {
@@ -42,6 +45,8 @@ impl Outcome {
             Outcome::ProcessLimit => 8,
             Outcome::Violation => 9,
             Outcome::Crashed => 10,
+            // As a shell reports a command ended by Ctrl-C.
+            Outcome::Interrupted => 130,
         }
     }
 
@@ -166,4 +171,18 @@ pub struct EvalResult {
     /// The per-execute tool-call cap was hit (calls beyond it got an R error).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_call_limit_exceeded: bool,
+    /// Files of the workspace collected after the run (`EvalRequest::collect`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<WorkspaceFile>,
+}
+
+/// A file from (or for) a sandbox's workspace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceFile {
+    /// Relative to the workspace.
+    pub path: String,
+    /// Bytes.
+    pub size: u64,
+    /// The content, base64.
+    pub data_base64: String,
 }

@@ -53,10 +53,12 @@ fn session_state_persists_between_executes() {
 }
 
 #[test]
-fn session_resets_after_timeout_and_next_call_works() {
+fn session_resets_after_a_timeout_its_code_ignores_and_next_call_works() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
-    s.execute("x <- 1", &quick()).unwrap();
-    let r = s.execute("Sys.sleep(10)", &exec(ExecuteOptions { timeout: Duration::from_millis(500), ..quick() })).unwrap();
+    s.execute("x <- 1; m <- matrix(runif(9e6), 3000)", &quick()).unwrap();
+    // Native code (reference BLAS) that never checks for interrupts: after the grace
+    // period the child is killed.
+    let r = s.execute("for (i in 1:20) m2 <- m %*% m", &exec(ExecuteOptions { timeout: Duration::from_millis(500), ..quick() })).unwrap();
     assert_eq!(r.outcome, Outcome::Timeout);
     assert!(r.reset);
     assert_eq!(r.reset_reason.as_deref(), Some("timeout"));
@@ -419,4 +421,138 @@ fn the_child_restores_default_signal_handling() {
         .eval("p <- parallel::mcparallel(21 * 2); parallel::mccollect(p, wait = TRUE)[[1]]", &EvalOptions::default())
         .unwrap();
     assert_eq!(blocked.value.as_f64(), Some(42.0), "children are reaped through SIGCHLD: {blocked:?}");
+}
+
+// ---------------------------------------------------------------------------------
+// Protocol v2 in the engine: streaming, interrupts, files, snapshots.
+
+#[test]
+fn output_streams_while_the_code_runs() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    let start = std::time::Instant::now();
+    let mut seen: Vec<(rsandbox::OutputStream, String, Duration)> = Vec::new();
+    let mut on_event = |e: rsandbox::Event<'_>| match e {
+        rsandbox::Event::Output { stream, text } => seen.push((stream, text.to_string(), start.elapsed())),
+    };
+    let code = "cat('first\\n'); message('note'); warning('careful'); Sys.sleep(2); cat('second\\n')";
+    let r = s.execute_streaming(code, &quick(), Some(&mut on_event)).unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.stdout, "first\nsecond\n", "the result still holds everything");
+    let first = seen.iter().find(|(st, t, _)| *st == rsandbox::OutputStream::Stdout && t.contains("first")).expect("stdout streamed");
+    assert!(first.2 < Duration::from_millis(1900), "printed before the sleep, seen at {:?}", first.2);
+    let message = seen.iter().find(|(st, _, _)| *st == rsandbox::OutputStream::Message).expect("message streamed");
+    assert_eq!(message.1, "note\n");
+    assert!(message.2 < Duration::from_millis(1900));
+    let warning = seen.iter().find(|(st, _, _)| *st == rsandbox::OutputStream::Warning).expect("warning streamed");
+    assert!(warning.1.contains("careful"), "{warning:?}");
+    let second = seen.iter().find(|(_, t, _)| t.contains("second")).expect("second line streamed");
+    assert!(second.2 >= Duration::from_millis(1900), "printed after the sleep, seen at {:?}", second.2);
+}
+
+#[test]
+fn an_interrupt_stops_r_code_and_keeps_the_session() {
+    let s = Arc::new(engine().session(EvalOptions::default(), vec![]).unwrap());
+    s.execute("x <- 42", &quick()).unwrap();
+    let other = s.clone();
+    let interrupter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        other.interrupt()
+    });
+    let r = s.execute("repeat {}", &quick()).unwrap();
+    assert!(interrupter.join().unwrap());
+    assert_eq!(r.outcome, Outcome::Interrupted, "{r:?}");
+    assert!(!r.reset, "{r:?}");
+    assert_eq!(s.execute("x", &quick()).unwrap().value, json!(42), "state kept");
+}
+
+#[test]
+fn a_timeout_in_r_code_keeps_the_session() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("y <- 'kept'", &quick()).unwrap();
+    let r = s.execute("Sys.sleep(30)", &ExecuteOptions { timeout: Duration::from_millis(500), ..quick() }).unwrap();
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert!(!r.reset, "R yielded to the interrupt: {r:?}");
+    assert_eq!(s.execute("y", &quick()).unwrap().value, json!("kept"));
+}
+
+#[test]
+fn native_code_that_ignores_the_interrupt_costs_the_session() {
+    let s = Arc::new(engine().session(EvalOptions::default(), vec![]).unwrap());
+    s.execute("z <- 1; m <- matrix(runif(9e6), 3000)", &quick()).unwrap();
+    let other = s.clone();
+    let interrupter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        other.interrupt()
+    });
+    // Reference BLAS: one matrix product, seconds long, never checks for interrupts.
+    let r = s.execute("for (i in 1:20) m2 <- m %*% m", &ExecuteOptions { timeout: Duration::from_secs(60), ..quick() }).unwrap();
+    interrupter.join().unwrap();
+    assert_eq!(r.outcome, Outcome::Interrupted, "{r:?}");
+    assert!(r.reset, "{r:?}");
+    assert_eq!(r.reset_reason.as_deref(), Some("interrupt_timeout"));
+    assert_eq!(s.execute("exists('z')", &quick()).unwrap().value, json!(false), "a fresh session");
+}
+
+#[test]
+fn files_go_in_and_out_under_the_rules() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    assert_eq!(s.put_file("data/in.csv", b"a,b\n1,2\n").unwrap(), 8);
+    let r = s.execute("d <- read.csv('data/in.csv'); write.csv(d * 10, 'out.csv', row.names = FALSE); d$b", &quick()).unwrap();
+    assert_eq!(r.value, json!(2), "{r:?}");
+    let out = s.get_file("out.csv").unwrap();
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(&out.data_base64).unwrap();
+    assert_eq!(String::from_utf8(bytes).unwrap(), "\"a\",\"b\"\n10,20\n");
+    let (files, truncated) = s.list_files().unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert!(!truncated);
+    assert!(paths.contains(&"data/in.csv") && paths.contains(&"out.csv"), "{paths:?}");
+    // Hostile paths and files the sandbox made.
+    s.execute("file.symlink('/etc/passwd', 'pw'); dir.create('d'); file.symlink('/etc', 'etc')", &quick()).unwrap();
+    for bad in ["/etc/passwd", "../x", "a/../../b", "pw", "etc/passwd", "", "a\0b"] {
+        let err = s.get_file(bad).err().unwrap_or_else(|| panic!("{bad:?} was served"));
+        assert!(matches!(err, EngineError::Input(_)), "{bad:?}: {err:?}");
+    }
+    assert!(matches!(s.put_file("etc/x", b"x"), Err(EngineError::Input(_))));
+    let fifo = s.execute("system2('true')", &quick()); // exec is a violation: the session resets
+    assert!(fifo.unwrap().reset);
+    let limited = engine().session(EvalOptions { max_output: 1000, ..EvalOptions::default() }, vec![]).unwrap();
+    assert!(matches!(limited.put_file("big", &vec![0u8; 2000]), Err(EngineError::Input(_))));
+    limited.execute("writeBin(raw(5000), 'big')", &quick()).unwrap();
+    let err = limited.get_file("big").unwrap_err().to_string();
+    assert!(err.contains("over the limit"), "{err}");
+}
+
+#[test]
+fn a_snapshot_restores_in_a_new_session_and_a_crafted_one_harms_nothing() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("library(stats4); x <- 1:3; f <- function(a) a + 1; con <- file(tempfile(), 'w')", &quick()).unwrap();
+    let (snapshot, not_saved) = s.snapshot().unwrap();
+    assert_eq!(not_saved, vec!["con".to_string()]);
+    let (restored, warnings) = engine().restore_session(EvalOptions::default(), vec![], &snapshot).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let r = restored.execute("c(f(x), 'package:stats4' %in% search(), exists('con'))", &quick()).unwrap();
+    assert_eq!(r.value, json!([2, 3, 4, 1, 0]), "{r:?}");
+    // Bytes that are not a snapshot: refused inside the sandbox, nothing else happens.
+    use base64::Engine as _;
+    let crafted = base64::engine::general_purpose::STANDARD.encode(b"X\n\x00\x00\x00\x03garbage that is not a serialization");
+    let err = engine().restore_session(EvalOptions::default(), vec![], &crafted).err().expect("refused");
+    assert!(matches!(err, EngineError::Input(_)), "{err:?}");
+    assert!(engine().restore_session(EvalOptions::default(), vec![], "not base64!").is_err());
+    assert_eq!(engine().eval("1", &EvalOptions::default()).unwrap().outcome, Outcome::Ok);
+}
+
+#[test]
+fn eval_places_files_and_collects_outputs() {
+    let mut request = rsandbox::EvalRequest::new(
+        "x <- readLines('in/a.txt'); dir.create('out'); writeLines(toupper(x), 'out/b.txt'); writeLines('no', 'c.log')",
+        EvalOptions::default(),
+    );
+    request.files = vec![("in/a.txt".into(), b"hello\n".to_vec())];
+    request.collect = vec!["out/*.txt".into()];
+    let r = engine().eval_request(request).unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.files.len(), 1, "{:?}", r.files);
+    assert_eq!(r.files[0].path, "out/b.txt");
+    assert_eq!(r.files[0].data_base64, "SEVMTE8K");
 }

@@ -91,6 +91,12 @@ pub fn await_lockdown(stream: impl Read) -> Result<Lockdown, WireError> {
     }
 }
 
+/// Read the next report (blocking; set a read timeout on the stream first), for the
+/// requests served between evaluations (files, snapshots).
+pub fn await_report(stream: impl Read, expected: &'static str) -> Result<ChildReport, WireError> {
+    read_report(stream, expected)
+}
+
 /// Read the answer to `DefineTools` (blocking): `Ok(Err(why))` when the child refused.
 pub fn await_tools_defined(stream: impl Read) -> Result<Result<(), String>, WireError> {
     match read_report(stream, "tools_defined")? {
@@ -150,6 +156,13 @@ impl ChildReport {
             ChildReport::ToolsDefined => "tools_defined",
             ChildReport::ToolsFailed { .. } => "tools_failed",
             ChildReport::Quit { .. } => "quit",
+            ChildReport::Output { .. } => "output",
+            ChildReport::FileWritten { .. } => "file_written",
+            ChildReport::FileContent { .. } => "file_content",
+            ChildReport::FileList { .. } => "file_list",
+            ChildReport::Snapshot { .. } => "snapshot",
+            ChildReport::Restored { .. } => "restored",
+            ChildReport::Refused { .. } => "refused",
         }
         .to_string()
     }
@@ -162,6 +175,11 @@ impl ChildRequest {
             ChildRequest::Eval { .. } => "eval",
             ChildRequest::DefineTools { .. } => "define_tools",
             ChildRequest::ToolReply { .. } => "tool_reply",
+            ChildRequest::PutFile { .. } => "put_file",
+            ChildRequest::GetFile { .. } => "get_file",
+            ChildRequest::ListFiles => "list_files",
+            ChildRequest::Snapshot => "snapshot",
+            ChildRequest::Restore { .. } => "restore",
         }
         .to_string()
     }

@@ -102,6 +102,35 @@ pub enum ChildRequest {
     Eval {
         /// R source code.
         code: String,
+        /// Send messages and warnings as `Output` reports while the code runs (stdout
+        /// and stderr stream through their pipes either way).
+        #[serde(default)]
+        stream: bool,
+    },
+    /// Write a file into the workspace (parents created); answered with `FileWritten`.
+    PutFile {
+        /// Relative to the workspace; no `..`, no symlinks on the way.
+        path: String,
+        /// The content, base64.
+        data_base64: String,
+    },
+    /// Read a regular file of the workspace; answered with `FileContent`.
+    GetFile {
+        /// Relative to the workspace; no `..`, no symlinks on the way.
+        path: String,
+        /// Larger files are refused.
+        max_bytes: u64,
+    },
+    /// List the workspace's regular files (symlinks not followed); answered with `FileList`.
+    ListFiles,
+    /// Save the global environment (and the attached packages' names); answered with
+    /// `Snapshot`. The bytes are R's serialization, produced and only ever read in a
+    /// sandbox: the supervisor treats them as opaque.
+    Snapshot,
+    /// Load a snapshot into the global environment; answered with `Restored`.
+    Restore {
+        /// A `Snapshot`'s bytes, base64.
+        data_base64: String,
     },
     /// Define host tools as R functions (a pre-forked child becoming a session's);
     /// answered with `ToolsDefined`.
@@ -163,9 +192,65 @@ pub enum ChildReport {
         /// Why.
         error: String,
     },
+    /// A message or warning, while the code runs (`Eval` with `stream`).
+    Output {
+        /// `message` or `warning`.
+        stream: String,
+        /// The text, as R would print it.
+        text: String,
+    },
+    /// `PutFile` done.
+    FileWritten {
+        /// Bytes written.
+        size: u64,
+    },
+    /// `GetFile`'s answer.
+    FileContent {
+        /// Bytes.
+        size: u64,
+        /// The content, base64.
+        data_base64: String,
+    },
+    /// `ListFiles`' answer.
+    FileList {
+        /// Regular files, paths relative to the workspace, sorted.
+        files: Vec<FileEntry>,
+        /// More files exist than a listing carries.
+        truncated: bool,
+    },
+    /// `Snapshot`'s answer.
+    Snapshot {
+        /// R's serialization of the global environment, base64 (opaque outside a sandbox).
+        data_base64: String,
+        /// Objects that cannot travel (connections, external pointers), left out.
+        not_saved: Vec<String>,
+    },
+    /// `Restore` done.
+    Restored {
+        /// What R warned about (packages that could not be attached…).
+        warnings: Vec<String>,
+    },
+    /// A file or snapshot request was refused; the child still serves.
+    Refused {
+        /// Why.
+        error: String,
+    },
     /// User code called `q()`/`quit()`.
     Quit {
         /// The status it asked for.
         status: i32,
     },
 }
+
+/// A file in a workspace listing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    /// Relative to the workspace.
+    pub path: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// The most files one listing carries.
+pub const MAX_LISTED_FILES: usize = 10_000;

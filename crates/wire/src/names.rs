@@ -26,6 +26,20 @@ pub fn is_r_identifier(name: &str) -> bool {
         && !RESERVED.contains(&name)
 }
 
+/// The components of a path relative to a sandbox's workspace, or why it is refused:
+/// absolute paths, NUL, and `.`, `..` or empty components. Both the supervisor (before
+/// asking) and the child (before opening) check it; the child also refuses symlinks.
+pub fn workspace_path(path: &str) -> Result<Vec<&str>, String> {
+    if path.is_empty() || path.starts_with('/') || path.contains('\0') {
+        return Err(format!("{path:?} is not a relative path inside the workspace"));
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    if parts.iter().any(|c| c.is_empty() || *c == "." || *c == "..") {
+        return Err(format!("{path:?} must be plain names separated by single slashes (no '.', '..' or empty parts)"));
+    }
+    Ok(parts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,6 +50,14 @@ mod tests {
         assert!(!is_package_name("1pkg"));
         assert!(!is_package_name("a\"); system('x"));
         assert!(!is_package_name(""));
+    }
+
+    #[test]
+    fn workspace_paths() {
+        for bad in ["", "/etc/passwd", "../x", "a/../b", "a//b", "./a", "a/", "a\0b"] {
+            assert!(workspace_path(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(workspace_path("data/in.csv").unwrap(), ["data", "in.csv"]);
     }
 
     #[test]

@@ -86,9 +86,10 @@ impl EmbeddedR {
             let call = match arg_values.as_slice() {
                 [a] => Rf_lang2(f, *a),
                 [a, b] => Rf_lang3(f, *a, *b),
+                [a, b, c] => Rf_lang4(f, *a, *b, *c),
                 _ => {
                     Rf_unprotect(protected);
-                    return Err(RError(format!("{function}: one or two arguments expected")));
+                    return Err(RError(format!("{function}: one to three arguments expected")));
                 }
             };
             Rf_protect(call);

@@ -6,12 +6,15 @@
 # everything else is reached through `pkg::`. Entry points:
 #
 #   rsandbox_prepare_zygote(preload)  once, in the zygote, before forking
-#   rsandbox_eval(code, plot_dir)     once per forked child; returns JSON
+#   rsandbox_eval(code, plot_dir, stream)  per request in a forked child; returns JSON
+#   rsandbox_snapshot(file) / rsandbox_restore(file)  a session's global
+#                                     environment to and from a file in the workspace
 #   rsandbox_to_json(x)               encoder used for the returned value
 #
 # Result of rsandbox_eval(): a character(1) JSON object, always with the keys
 #
-#   {"status": "ok" | "error" | "syntax_error" | "memory_limit" | "process_limit",
+#   {"status": "ok" | "error" | "syntax_error" | "memory_limit" | "process_limit"
+#              | "interrupted",
 #    "value": <last visible value, encoded as below, or null>,
 #    "visible": <true iff the last top-level expression evaluated was visible;
 #                false after an error>,
@@ -208,7 +211,8 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
 # ---------------------------------------------------------------------------
 # Evaluation
 
-rsandbox_eval <- function(code, plot_dir) {
+rsandbox_eval <- function(code, plot_dir, stream = "0") {
+  .rsb_state$stream <- identical(stream, "1")
   tryCatch(
     .rsb_eval(code, plot_dir),
     error = function(e) {
@@ -248,19 +252,34 @@ rsandbox_eval <- function(code, plot_dir) {
   messages <- .rsb_collector()
   warning_messages <- .rsb_collector()
   warning_calls <- .rsb_collector()
+  stream <- isTRUE(.rsb_state$stream)
   log <- list(
-    message = function(text) messages$push(text),
+    message = function(text) {
+      messages$push(text)
+      if (stream) .Call("rsandbox_emit", "message", text)
+    },
     warning = function(text, call) {
       warning_messages$push(text)
       warning_calls$push(call)
+      if (stream) {
+        shown <- if (is.na(call)) paste0("Warning message:\n", text, "\n")
+                 else paste0("Warning message:\nIn ", call, " : ", text, "\n")
+        .Call("rsandbox_emit", "warning", shown)
+      }
     }
   )
 
   value <- NULL
   visible <- FALSE
   err <- NULL
+  interrupted <- FALSE
   for (i in seq_along(exprs)) {
     step <- .rsb_eval_toplevel(exprs[[i]], log)
+    if (isTRUE(step$interrupted)) {
+      interrupted <- TRUE
+      visible <- FALSE
+      break
+    }
     if (!is.null(step$error)) {
       err <- step$error
       visible <- FALSE
@@ -274,7 +293,9 @@ rsandbox_eval <- function(code, plot_dir) {
   # before the host collects the plot directory.
   try(grDevices::graphics.off(), silent = TRUE)
 
-  status <- if (is.null(err)) "ok" else .rsb_error_status(err$message, warning_messages$get())
+  status <- if (interrupted) "interrupted"
+            else if (is.null(err)) "ok"
+            else .rsb_error_status(err$message, warning_messages$get())
   .rsb_result(
     status = status,
     value = if (is.null(value)) "null" else rsandbox_to_json(value),
@@ -302,7 +323,10 @@ rsandbox_eval <- function(code, plot_dir) {
       list(value = NULL, visible = FALSE,
            error = list(message = .rsb_condition_message(e),
                         call = .rsb_condition_call(e)))
-    }
+    },
+    # SIGINT from the supervisor (session.interrupt, or a session's timeout):
+    # the expression stops as at Ctrl-C, and the session keeps its state.
+    interrupt = function(i) list(value = NULL, visible = FALSE, error = NULL, interrupted = TRUE)
   )
 }
 
@@ -689,4 +713,57 @@ rsandbox_to_json <- function(x) {
     paste0("{\"class\":", .rsb_json_array(.rsb_json_strings(cls)),
            ",\"printed\":", .rsb_json_strings(printed), "}")
   }, error = function(e) "{\"class\":[],\"printed\":\"\"}")
+}
+
+# ---------------------------------------------------------------------------
+# Snapshots: the global environment and the attached packages' names, written
+# with serialize() to a file in the workspace. Produced and read only inside a
+# sandbox; the host treats the bytes as opaque.
+
+# Objects that would not mean the same thing elsewhere: connections, and
+# anything holding an external pointer or a weak reference (serialize() calls
+# the refhook for those).
+.rsb_cannot_travel <- function(x) {
+  if (inherits(x, "connection")) return(TRUE)
+  found <- FALSE
+  tryCatch(
+    serialize(x, NULL, refhook = function(ref) { found <<- TRUE; NULL }),
+    error = function(e) found <<- TRUE
+  )
+  found
+}
+
+# Returns the names left out, one per line (character(0) when none).
+rsandbox_snapshot <- function(file) {
+  env <- globalenv()
+  names <- sort(ls(env, all.names = TRUE))
+  objects <- mget(names, envir = env)
+  bad <- vapply(objects, .rsb_cannot_travel, logical(1))
+  packages <- sub("^package:", "", grep("^package:", search(), value = TRUE))
+  snapshot <- list(format = "rsandbox-snapshot-1", objects = objects[!bad],
+                   packages = rev(packages))
+  con <- file(file, open = "wb")
+  on.exit(close(con))
+  serialize(snapshot, con, xdr = TRUE)
+  names[bad]
+}
+
+# Attaches the snapshot's packages (in their original order), then assigns its
+# objects in globalenv(). Returns the warnings, one per element.
+rsandbox_restore <- function(file) {
+  con <- file(file, open = "rb")
+  on.exit(close(con))
+  snapshot <- unserialize(con)
+  if (!is.list(snapshot) || !identical(snapshot$format, "rsandbox-snapshot-1"))
+    stop("not an rsandbox snapshot")
+  warnings <- character()
+  attached <- sub("^package:", "", grep("^package:", search(), value = TRUE))
+  for (pkg in setdiff(as.character(snapshot$packages), attached)) {
+    ok <- tryCatch(suppressPackageStartupMessages(
+      library(pkg, character.only = TRUE, quietly = TRUE)), error = function(e) NULL)
+    if (is.null(ok)) warnings <- c(warnings, paste0("package ", pkg, " could not be attached"))
+  }
+  objects <- snapshot$objects
+  for (name in names(objects)) assign(name, objects[[name]], envir = globalenv())
+  warnings
 }

@@ -9,6 +9,7 @@ mod r_api;
 mod r_values;
 mod sandbox_child;
 mod tool_calls;
+mod workspace_files;
 mod zygote_process;
 
 use std::os::fd::{FromRawFd, OwnedFd};

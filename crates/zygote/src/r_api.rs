@@ -15,6 +15,8 @@ extern "C" {
     pub static mut R_CStackLimit: usize;
     pub static mut R_SignalHandlers: c_int;
     pub static mut R_Interactive: c_int;
+    /// Set (from a signal handler) to make R raise an interrupt at its next check.
+    pub static mut R_interrupts_pending: c_int;
     pub static mut ptr_R_CleanUp: Option<unsafe extern "C" fn(c_int, c_int, c_int)>;
 
     pub fn Rf_initEmbeddedR(argc: c_int, argv: *mut *mut c_char) -> c_int;
@@ -28,6 +30,7 @@ extern "C" {
     pub fn Rf_install(s: *const c_char) -> SEXP;
     pub fn Rf_lang3(f: SEXP, a: SEXP, b: SEXP) -> SEXP;
     pub fn Rf_lang2(f: SEXP, a: SEXP) -> SEXP;
+    pub fn Rf_lang4(f: SEXP, a: SEXP, b: SEXP, c: SEXP) -> SEXP;
     pub fn R_ParseVector(text: SEXP, n: c_int, status: *mut c_int, srcfile: SEXP) -> SEXP;
     pub fn R_tryEval(e: SEXP, env: SEXP, error: *mut c_int) -> SEXP;
     pub fn Rf_length(s: SEXP) -> c_int;

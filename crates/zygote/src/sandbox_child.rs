@@ -17,6 +17,7 @@ use std::path::Path;
 use wire::child_link::{HostLink, CHILD_CHANNEL_FD};
 use wire::messages::{ChildReport, ChildRequest, ToolStub};
 use wire::zygote_link::SpawnFds;
+use crate::workspace_files;
 
 const VIOLATION: RawFd = 4;
 /// Exit status when the lockdown failed (the report says why).
@@ -80,7 +81,32 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     // a one-shot evaluation is a session of one request.
     loop {
         match host().next_request() {
-            Ok(Some(ChildRequest::Eval { code })) => write_report(&evaluate(r, &code, &plot_dir)),
+            Ok(Some(ChildRequest::Eval { code, stream })) => write_report(&evaluate(r, &code, &plot_dir, stream)),
+            Ok(Some(ChildRequest::PutFile { path, data_base64 })) => {
+                let written = base64::engine::general_purpose::STANDARD
+                    .decode(data_base64)
+                    .map_err(|e| format!("data_base64 is not base64: {e}"))
+                    .and_then(|data| workspace_files::put(workspace, &path, &data));
+                write_report(&match written {
+                    Ok(size) => ChildReport::FileWritten { size },
+                    Err(error) => ChildReport::Refused { error },
+                })
+            }
+            Ok(Some(ChildRequest::GetFile { path, max_bytes })) => {
+                write_report(&match workspace_files::get(workspace, &path, max_bytes) {
+                    Ok(data) => ChildReport::FileContent {
+                        size: data.len() as u64,
+                        data_base64: base64::engine::general_purpose::STANDARD.encode(data),
+                    },
+                    Err(error) => ChildReport::Refused { error },
+                })
+            }
+            Ok(Some(ChildRequest::ListFiles)) => write_report(&match workspace_files::list(workspace) {
+                Ok((files, truncated)) => ChildReport::FileList { files, truncated },
+                Err(error) => ChildReport::Refused { error },
+            }),
+            Ok(Some(ChildRequest::Snapshot)) => write_report(&snapshot(r, &plot_dir)),
+            Ok(Some(ChildRequest::Restore { data_base64 })) => write_report(&restore(r, &plot_dir, &data_base64)),
             // A pre-forked child becoming a session's: its tools arrive now.
             Ok(Some(ChildRequest::DefineTools { tools })) => match define_tools(r, &tools) {
                 Ok(()) => write_report(&ChildReport::ToolsDefined),
@@ -102,11 +128,11 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     }
 }
 
-fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path) -> ChildReport {
+fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool) -> ChildReport {
     let r_result = if code.contains('\0') {
         Err("code contains a NUL byte".to_string())
     } else {
-        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy()])
+        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy(), if stream { "1" } else { "0" }])
             .map_err(|e| e.to_string())
             .and_then(|out| out.into_iter().next().ok_or_else(|| "rsandbox_eval returned nothing".into()))
     };
@@ -120,6 +146,42 @@ fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path) -> ChildReport {
     });
     let plots = take_plots(plot_dir);
     ChildReport::Evaluated { r, plots, cpu_ms, max_rss_kb }
+}
+
+/// Where a snapshot is written and read: the harness's own directory, never listed.
+fn snapshot_file(plot_dir: &Path) -> std::path::PathBuf {
+    plot_dir.join("snapshot.rds")
+}
+
+fn snapshot(r: &EmbeddedR, plot_dir: &Path) -> ChildReport {
+    let file = snapshot_file(plot_dir);
+    let saved = r.call("rsandbox_snapshot", &[&file.to_string_lossy()]).map_err(|e| e.to_string());
+    let data = saved.and_then(|not_saved| {
+        let bytes = std::fs::read(&file).map_err(|e| format!("cannot read the snapshot: {e}"))?;
+        Ok((bytes, not_saved))
+    });
+    // Whatever happened, the file goes: it is the session's state, not a user file.
+    std::fs::remove_file(&file).ok();
+    match data {
+        Ok((bytes, not_saved)) => {
+            ChildReport::Snapshot { data_base64: base64::engine::general_purpose::STANDARD.encode(bytes), not_saved }
+        }
+        Err(error) => ChildReport::Refused { error: format!("snapshot failed: {error}") },
+    }
+}
+
+fn restore(r: &EmbeddedR, plot_dir: &Path, data_base64: &str) -> ChildReport {
+    let file = snapshot_file(plot_dir);
+    let restored = base64::engine::general_purpose::STANDARD
+        .decode(data_base64)
+        .map_err(|e| format!("the snapshot is not base64: {e}"))
+        .and_then(|bytes| std::fs::write(&file, bytes).map_err(|e| format!("cannot write the snapshot: {e}")))
+        .and_then(|()| r.call("rsandbox_restore", &[&file.to_string_lossy()]).map_err(|e| e.to_string()));
+    std::fs::remove_file(&file).ok();
+    match restored {
+        Ok(warnings) => ChildReport::Restored { warnings },
+        Err(error) => ChildReport::Refused { error: format!("restore failed: {error}") },
+    }
 }
 
 /// CPU and peak memory of this process and the children it has waited for.
@@ -204,7 +266,27 @@ fn restore_signals() -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
+    // SIGINT is how the supervisor interrupts an evaluation (Ctrl-C in a console). R's
+    // own handlers are off in the embedding, so ours asks R to raise an interrupt at its
+    // next check. No SA_RESTART: a blocking call such as Sys.sleep's wait returns EINTR
+    // and R looks at the flag at once.
+    // SAFETY: a zeroed sigaction is valid; the handler only stores an int, which is
+    // async-signal-safe; the mask is initialised by sigemptyset before use.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
     Ok(())
+}
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    // SAFETY: a plain store to R's flag; R reads it on its own thread at its next
+    // interrupt check (this process has no other thread running R).
+    unsafe { r_api::R_interrupts_pending = 1 };
 }
 
 /// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.

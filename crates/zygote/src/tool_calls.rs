@@ -6,16 +6,20 @@
 use crate::r_api::*;
 use crate::r_values::to_r;
 use crate::sandbox_child::host;
+use wire::messages::ChildReport;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
-/// Register `rsandbox_tool_call` with R as a routine of the embedding executable.
+/// Register `rsandbox_tool_call` and `rsandbox_emit` with R as routines of the
+/// embedding executable.
 pub fn register_native_routines() {
-    static NAME: &[u8] = b"rsandbox_tool_call\0";
+    static TOOL_CALL: &[u8] = b"rsandbox_tool_call\0";
+    static EMIT: &[u8] = b"rsandbox_emit\0";
     let routines = [
-        R_CallMethodDef { name: NAME.as_ptr().cast(), fun: rsandbox_tool_call as *const _, num_args: 2 },
+        R_CallMethodDef { name: TOOL_CALL.as_ptr().cast(), fun: rsandbox_tool_call as *const _, num_args: 2 },
+        R_CallMethodDef { name: EMIT.as_ptr().cast(), fun: rsandbox_emit as *const _, num_args: 2 },
         R_CallMethodDef { name: std::ptr::null(), fun: std::ptr::null(), num_args: 0 },
     ];
     // SAFETY: R is initialised; R copies the table (names are 'static); the routine has
@@ -55,6 +59,21 @@ extern "C" fn rsandbox_tool_call(name: SEXP, args_json: SEXP) -> SEXP {
         Rf_unprotect(2);
         out
     }
+}
+
+/// `.Call("rsandbox_emit", stream, text)`: a message or warning streamed to the host as
+/// it happens. Does not wait; a host that is gone ends the child at the next report.
+extern "C" fn rsandbox_emit(stream: SEXP, text: SEXP) -> SEXP {
+    let sent = std::panic::catch_unwind(|| {
+        // SAFETY: called by R with two arguments from eval.R, both character(1).
+        let (stream, text) = unsafe { (first_string(stream), first_string(text)) };
+        if let (Ok(stream), Ok(text)) = (stream, text) {
+            crate::sandbox_child::write_report(&ChildReport::Output { stream, text });
+        }
+    });
+    drop(sent);
+    // SAFETY: R is initialised; R_NilValue is a constant.
+    unsafe { R_NilValue }
 }
 
 /// # Safety

@@ -10,15 +10,18 @@
 //! seccomp listener), [`tool_bridge`] (tool calls answered on the host), [`outcome`]
 //! (what happened, as one result).
 
+mod interrupt;
 mod outcome;
 mod streams;
 mod tool_bridge;
 mod violations;
 
+pub use interrupt::Interrupter;
 pub use outcome::signal_name;
 pub use tool_bridge::ToolEvent;
 
 use crate::errors::EngineError;
+use crate::events::{Event, OutputStream};
 use crate::result::EvalResult;
 use crate::tools::Tool;
 use crate::zygote::{Routed, Zygote};
@@ -34,7 +37,7 @@ use std::time::{Duration, Instant};
 use streams::{pipe, Output, Stream};
 use tool_bridge::ToolBridge;
 use violations::{ViolationWatch, Watch};
-use wire::child_link::{await_lockdown, await_tools_defined, encode_request, ChildReports, Lockdown};
+use wire::child_link::{await_lockdown, await_report, encode_request, ChildReports, Lockdown};
 use wire::messages::{ChildReport, ChildRequest, ToolStub, ZygoteEvent, ZygoteRequest};
 use wire::seqpacket::Channel;
 use wire::zygote_link::SpawnFds;
@@ -43,6 +46,10 @@ use wire::zygote_link::SpawnFds;
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(20);
 /// After the child exits, how long to wait for the zygote's report and for pipes to close.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// How long R has to yield to an interrupt before the child is killed.
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// How long a request between evaluations (files, snapshots) may take.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Limits and tools for one request.
 pub struct Request<'a> {
@@ -62,6 +69,11 @@ pub struct Request<'a> {
     pub max_tool_message: usize,
     /// Called for every tool call and its answer (audit log).
     pub observer: &'a mut dyn FnMut(ToolEvent<'_>),
+    /// Streamed output, as it is produced (`None`: nothing streamed, nothing extra sent).
+    pub on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
+    /// At the deadline, interrupt first and kill only if R does not yield within
+    /// [`INTERRUPT_GRACE`] (a session keeps its state); otherwise kill at once.
+    pub interrupt_on_timeout: bool,
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -76,6 +88,7 @@ pub struct SandboxChild {
     violations: ViolationWatch,
     layers: lockdown::Applied,
     lockdown_us: u64,
+    interrupter: Interrupter,
     exit: Option<Exit>,
     dead: bool,
 }
@@ -90,6 +103,13 @@ struct Execution {
     evaluated: Option<ChildReport>,
     exited_at: Option<Instant>,
     protocol_error: Option<String>,
+    /// When SIGINT went to the child (an interrupt, or the deadline of a session).
+    interrupted_at: Option<Instant>,
+    /// The deadline passed (the result is `timeout` even if R yielded).
+    timed_out: bool,
+    interrupt_on_timeout: bool,
+    /// Bytes of stdout and stderr already streamed.
+    streamed: [usize; 2],
 }
 
 /// Positions in the poll set.
@@ -98,6 +118,7 @@ const STDERR: usize = 1;
 const VIOLATIONS: usize = 2;
 const CONTROL: usize = 3;
 const PIDFD: usize = 4;
+const WAKE: usize = 5;
 
 impl SandboxChild {
     /// Fork a child and wait until it has locked itself down (fail closed: a child that
@@ -130,7 +151,9 @@ impl SandboxChild {
             }
             Err(e) => return Err(forget(EngineError::ZygoteGone(format!("no answer to the spawn request ({e})")))),
         };
+        let interrupter = Interrupter::new(pidfd.as_fd()).map_err(EngineError::io("create the interrupter"))?;
         let mut child = SandboxChild {
+            interrupter,
             zygote: zygote.clone(),
             req,
             events,
@@ -178,31 +201,50 @@ impl SandboxChild {
         Ok(applied)
     }
 
-    /// Define host tools in a child forked without them (a pre-forked child becoming a
-    /// session's). A child that fails this is killed: it is in an unknown state.
-    pub fn define_tools(&mut self, tools: &[Tool]) -> Result<(), EngineError> {
-        if tools.is_empty() {
-            return Ok(());
-        }
+    /// One request between evaluations (tools, files, snapshots) and its answer. A
+    /// child that fails to answer is killed: it is in an unknown state.
+    pub fn exchange(&mut self, request: &ChildRequest, expected: &'static str) -> Result<ChildReport, EngineError> {
         let ctl = self.ctl.as_mut().ok_or_else(|| EngineError::Setup("the sandbox child is no longer running".into()))?;
-        let step = (|| -> Result<Result<(), String>, String> {
+        let step = (|| -> Result<ChildReport, String> {
             let io_err = |e: io::Error| e.to_string();
             ctl.set_nonblocking(false).map_err(io_err)?;
-            ctl.set_read_timeout(Some(SPAWN_TIMEOUT)).map_err(io_err)?;
-            ctl.write_all(&encode_request(&ChildRequest::DefineTools { tools: tool_stubs(tools) })).map_err(io_err)?;
-            let answer = await_tools_defined(&*ctl).map_err(|e| e.to_string())?;
+            ctl.set_read_timeout(Some(EXCHANGE_TIMEOUT)).map_err(io_err)?;
+            ctl.write_all(&encode_request(request)).map_err(io_err)?;
+            let answer = await_report(&*ctl, expected).map_err(|e| e.to_string())?;
             ctl.set_read_timeout(None).map_err(io_err)?;
             ctl.set_nonblocking(true).map_err(io_err)?;
             Ok(answer)
         })();
-        match step {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(refused)) | Err(refused) => {
+        step.map_err(|e| {
+            self.kill();
+            self.dead = true;
+            EngineError::Setup(format!("the sandbox did not answer {}: {e}", request.tag()))
+        })
+    }
+
+    /// Define host tools in a child forked without them (a pre-forked child becoming a
+    /// session's). A child that fails this is killed.
+    pub fn define_tools(&mut self, tools: &[Tool]) -> Result<(), EngineError> {
+        if tools.is_empty() {
+            return Ok(());
+        }
+        match self.exchange(&ChildRequest::DefineTools { tools: tool_stubs(tools) }, "tools_defined")? {
+            ChildReport::ToolsDefined => Ok(()),
+            other => {
                 self.kill();
                 self.dead = true;
-                Err(EngineError::Setup(format!("failed to define tools: {refused}")))
+                let why = match other {
+                    ChildReport::ToolsFailed { error } => error,
+                    other => format!("expected tools_defined, got {}", other.tag()),
+                };
+                Err(EngineError::Setup(format!("failed to define tools: {why}")))
             }
         }
+    }
+
+    /// A handle that interrupts this child's running evaluation from another thread.
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// What the child enforced.
@@ -239,15 +281,27 @@ impl SandboxChild {
         }
         let start = Instant::now();
         self.output.clear();
+        let stream = request.on_event.is_some();
+        let mut ignore = |_: Event<'_>| {};
+        let emit: &mut dyn FnMut(Event<'_>) = match request.on_event {
+            Some(f) => f,
+            None => &mut ignore,
+        };
         let mut run = Execution {
             deadline: start + request.timeout,
             max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
-            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string() }),
+            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string(), stream }),
             killed: None,
             evaluated: None,
             exited_at: None,
             protocol_error: None,
+            interrupted_at: None,
+            timed_out: false,
+            interrupt_on_timeout: request.interrupt_on_timeout,
+            streamed: [0, 0],
         };
+        // An interrupt asked for before this request is not for it.
+        self.interrupter.take_request();
         let mut bridge = ToolBridge {
             tools: request.tools,
             max_calls: request.max_tool_calls,
@@ -258,11 +312,17 @@ impl SandboxChild {
         };
         while !self.finished(&mut run)? {
             let pollfds = self.wait(&run);
+            if pollfds[WAKE].revents != 0 && self.interrupter.take_request() && run.interrupted_at.is_none() {
+                run.interrupted_at = Some(Instant::now());
+            }
             self.on_output(&mut run, &pollfds);
+            if stream {
+                self.stream_pipes(&mut run, &mut *emit);
+            }
             if pollfds[VIOLATIONS].revents != 0 {
                 self.on_violation_channel(&mut run, pollfds[VIOLATIONS].revents);
             }
-            self.on_control(&mut run, &pollfds, &mut bridge);
+            self.on_control(&mut run, &pollfds, &mut bridge, &mut *emit);
             if run.exited_at.is_none() && pollfds[PIDFD].revents != 0 {
                 run.exited_at = Some(Instant::now());
                 self.dead = true;
@@ -279,11 +339,22 @@ impl SandboxChild {
         }
     }
 
-    /// Deadline, exit report, and whether the request is over.
+    /// Deadline, interrupt grace, exit report, and whether the request is over.
     fn finished(&mut self, run: &mut Execution) -> Result<bool, EngineError> {
         let now = Instant::now();
-        if run.exited_at.is_none() && now >= run.deadline {
-            self.stop(run, KillReason::Timeout);
+        if run.exited_at.is_none() && now >= run.deadline && !run.timed_out {
+            run.timed_out = true;
+            if run.interrupt_on_timeout && run.interrupted_at.is_none() && self.interrupter.signal() {
+                run.interrupted_at = Some(now);
+            } else {
+                self.stop(run, KillReason::Timeout);
+            }
+        }
+        if let Some(at) = run.interrupted_at {
+            if run.evaluated.is_none() && run.exited_at.is_none() && now >= at + INTERRUPT_GRACE {
+                let reason = if run.timed_out { KillReason::Timeout } else { KillReason::InterruptTimeout };
+                self.stop(run, reason);
+            }
         }
         if run.exited_at.is_some() && self.exit.is_none() {
             match self.events.recv_timeout(Duration::from_millis(1)) {
@@ -319,7 +390,7 @@ impl SandboxChild {
 
     /// Poll everything the request waits on, until something is ready or it is time
     /// to look at the deadline again.
-    fn wait(&self, run: &Execution) -> [libc::pollfd; 5] {
+    fn wait(&self, run: &Execution) -> [libc::pollfd; 6] {
         let poll = |fd: i32, events: i16| libc::pollfd { fd, events, revents: 0 };
         let ctl_events = if run.outgoing.is_empty() { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT };
         let mut pollfds = [
@@ -328,13 +399,18 @@ impl SandboxChild {
             poll(self.violations.poll_fd(), libc::POLLIN),
             poll(self.ctl.as_ref().map_or(-1, |c| c.as_raw_fd()), ctl_events),
             poll(if run.exited_at.is_none() { self.pidfd.as_raw_fd() } else { -1 }, libc::POLLIN),
+            poll(self.interrupter.wake_fd(), libc::POLLIN),
         ];
         let wait = if run.exited_at.is_some() {
             Duration::from_millis(5)
         } else if run.killed.is_some() {
             Duration::from_millis(50)
         } else {
-            run.deadline.saturating_duration_since(Instant::now())
+            let until = match run.interrupted_at {
+                Some(at) => (at + INTERRUPT_GRACE).min(run.deadline.max(at)),
+                None => run.deadline,
+            };
+            until.saturating_duration_since(Instant::now())
         };
         let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: pollfds is a valid array; negative fds are ignored by poll.
@@ -346,10 +422,28 @@ impl SandboxChild {
         pollfds
     }
 
-    fn on_output(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 5]) {
+    fn on_output(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 6]) {
         let readable = pollfds[STDOUT].revents != 0 || pollfds[STDERR].revents != 0 || run.exited_at.is_some();
         if readable && self.output.pump(self.reports.buffered(), run.max_output) > run.max_output {
             self.stop(run, KillReason::OutputLimit);
+        }
+    }
+
+    /// Hand new stdout and stderr bytes to the event sink (whole UTF-8 characters).
+    fn stream_pipes(&mut self, run: &mut Execution, emit: &mut dyn FnMut(Event<'_>)) {
+        let streams = [(&self.output.stdout.data, OutputStream::Stdout), (&self.output.stderr.data, OutputStream::Stderr)];
+        for (i, (data, stream)) in streams.into_iter().enumerate() {
+            let fresh = &data[run.streamed[i]..];
+            let complete = match std::str::from_utf8(fresh) {
+                Ok(_) => fresh.len(),
+                // Keep an incomplete character at the end for the next read.
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => fresh.len(),
+            };
+            if complete > 0 {
+                emit(Event::Output { stream, text: &String::from_utf8_lossy(&fresh[..complete]) });
+                run.streamed[i] += complete;
+            }
         }
     }
 
@@ -362,7 +456,13 @@ impl SandboxChild {
     }
 
     /// Write pending frames, read reports, answer tool calls.
-    fn on_control(&mut self, run: &mut Execution, pollfds: &[libc::pollfd; 5], bridge: &mut ToolBridge<'_, '_>) {
+    fn on_control(
+        &mut self,
+        run: &mut Execution,
+        pollfds: &[libc::pollfd; 6],
+        bridge: &mut ToolBridge<'_, '_>,
+        emit: &mut dyn FnMut(Event<'_>),
+    ) {
         let Some(stream) = self.ctl.as_mut() else { return };
         if pollfds[CONTROL].revents & libc::POLLOUT != 0 && !run.outgoing.is_empty() {
             match stream.write(&run.outgoing) {
@@ -404,6 +504,13 @@ impl SandboxChild {
                     run.outgoing.extend(encode_request(&reply));
                 }
                 Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => run.evaluated = Some(done),
+                Ok(Some(ChildReport::Output { stream, text })) => match OutputStream::from_child(&stream) {
+                    Some(stream) => emit(Event::Output { stream, text: &text }),
+                    None => {
+                        run.protocol_error = Some(format!("output on an unknown stream {stream:?}"));
+                        break;
+                    }
+                },
                 Ok(Some(other)) => {
                     run.protocol_error = Some(format!("expected evaluated, quit or tool_call, got {}", other.tag()));
                     break;
@@ -436,6 +543,7 @@ impl SandboxChild {
             protocol_error: run.protocol_error,
             wall_ms: start.elapsed().as_millis() as u64,
             cpu_limit,
+            timed_out: run.timed_out,
         });
         result.layers = Some(self.layers.clone());
         result.usage.lockdown_us = Some(self.lockdown_us);

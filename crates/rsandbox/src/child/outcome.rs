@@ -15,6 +15,8 @@ pub(crate) enum KillReason {
     Protocol,
     /// The violation reporter failed: a sandbox whose violations cannot be seen is stopped.
     ReporterLost(String),
+    /// R did not yield to an interrupt within the grace period.
+    InterruptTimeout,
 }
 
 /// How the child process ended, as the zygote reported it.
@@ -35,6 +37,8 @@ pub(crate) struct Observed<'a> {
     pub(crate) protocol_error: Option<String>,
     pub(crate) wall_ms: u64,
     pub(crate) cpu_limit: Option<u64>,
+    /// The deadline passed (R may have yielded to the interrupt that followed).
+    pub(crate) timed_out: bool,
 }
 
 pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
@@ -57,6 +61,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         reset: false,
         reset_reason: None,
         tool_call_limit_exceeded: false,
+        files: Vec::new(),
     };
     if let Some(e) = o.exit {
         result.usage.cpu_ms = e.cpu_ms;
@@ -100,6 +105,13 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
             result.error = Some(RError { message: format!("the sandbox broke protocol: {why}"), call: None });
             Outcome::Crashed
         }
+        (None, Some(KillReason::InterruptTimeout)) => {
+            result.error = Some(RError {
+                message: format!("R did not yield to the interrupt within {:?}; the sandbox was stopped", super::INTERRUPT_GRACE),
+                call: None,
+            });
+            Outcome::Interrupted
+        }
         (None, Some(KillReason::ReporterLost(why))) => {
             result.error = Some(RError { message: format!("the sandbox was stopped: {why}"), call: None });
             Outcome::Crashed
@@ -113,6 +125,9 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
                 Outcome::Violation
             }
             Some(_) => Outcome::Crashed,
+            // R yielded to the interrupt that followed the deadline: a timeout, with the
+            // session's state intact.
+            None if o.timed_out && result.outcome == Outcome::Interrupted => Outcome::Timeout,
             // Still running or exited by itself: what R reported (`crashed` if nothing).
             None => result.outcome,
         },
@@ -133,6 +148,7 @@ fn apply_r_result(result: &mut EvalResult, r: &serde_json::Value) {
         Some("ok") => Outcome::Ok,
         Some("memory_limit") => Outcome::MemoryLimit,
         Some("process_limit") => Outcome::ProcessLimit,
+        Some("interrupted") => Outcome::Interrupted,
         _ => Outcome::Error,
     };
     result.value = r["value"].clone();
@@ -179,6 +195,7 @@ mod tests {
             protocol_error: None,
             wall_ms: 1,
             cpu_limit: Some(1),
+            timed_out: false,
         }
     }
 

@@ -1,0 +1,67 @@
+//! Interrupting a running evaluation from another thread, the way Ctrl-C does: SIGINT
+//! to the R process (the child turns it into an R interrupt), and a wake-up for the
+//! supervisor's loop so that it starts counting the grace period at once.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A handle that interrupts whatever the child is evaluating now. Cheap to clone.
+#[derive(Clone)]
+pub struct Interrupter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// A duplicate of the child's pidfd: signals reach exactly that process.
+    pidfd: OwnedFd,
+    /// Wakes the supervisor's poll loop.
+    wake: OwnedFd,
+    requested: AtomicBool,
+}
+
+impl Interrupter {
+    pub(crate) fn new(pidfd: BorrowedFd<'_>) -> io::Result<Interrupter> {
+        let pidfd = pidfd.try_clone_to_owned()?;
+        // SAFETY: integer-only call; on success a new fd we own.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just created this fd for us.
+        let wake = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(Interrupter { inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false) }) })
+    }
+
+    /// Interrupt the running evaluation. `false` when the process is gone.
+    pub fn interrupt(&self) -> bool {
+        self.inner.requested.store(true, Ordering::SeqCst);
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write to our eventfd; EAGAIN (counter full) still wakes.
+        unsafe { libc::write(self.inner.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        self.signal()
+    }
+
+    /// SIGINT to the child (the supervisor's own timeout path uses this too).
+    pub(crate) fn signal(&self) -> bool {
+        // SAFETY: signalling the process the pidfd refers to; null info.
+        let rc = unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.inner.pidfd.as_raw_fd(), libc::SIGINT, std::ptr::null::<u8>(), 0)
+        };
+        rc == 0
+    }
+
+    /// The fd to poll for requests.
+    pub(crate) fn wake_fd(&self) -> i32 {
+        self.inner.wake.as_raw_fd()
+    }
+
+    /// Take a pending request (and drain the wake-up).
+    pub(crate) fn take_request(&self) -> bool {
+        let mut buf = [0u8; 8];
+        // SAFETY: an 8-byte read from our non-blocking eventfd.
+        unsafe { libc::read(self.inner.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        self.inner.requested.swap(false, Ordering::SeqCst)
+    }
+}
