@@ -10,7 +10,7 @@
 use rsandbox::EngineError;
 use rsandbox::{ExecuteOptions, Session};
 use rsandbox::{Tool, ToolSpec};
-use rsandbox::{Engine, EvalOptions};
+use rsandbox::{Engine, EvalOptions, EvalRequest, Event, InputError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Longest request line accepted.
-pub const MAX_LINE: usize = 4 << 20;
+/// Longest request line accepted (a `put_file` of about 12 MiB fits).
+pub const MAX_LINE: usize = 16 << 20;
 /// How long a tool call waits for the client's `tool_result`.
 const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Requests in flight at once (each may hold a sandbox); more get `busy` at once.
@@ -55,6 +55,12 @@ enum Request {
         timeout: Option<f64>,
         #[serde(default)]
         limits: Limits,
+        #[serde(default)]
+        stream: bool,
+        #[serde(default)]
+        files: Vec<InputFile>,
+        #[serde(default)]
+        collect: Vec<String>,
     },
     #[serde(rename = "session.create")]
     SessionCreate {
@@ -63,6 +69,7 @@ enum Request {
         tools: Vec<ToolSpec>,
         #[serde(default)]
         limits: Limits,
+        restore: Option<String>,
     },
     #[serde(rename = "session.execute")]
     SessionExecute {
@@ -71,9 +78,21 @@ enum Request {
         code: String,
         timeout: Option<f64>,
         max_tool_calls: Option<u32>,
+        #[serde(default)]
+        stream: bool,
     },
     #[serde(rename = "session.close")]
     SessionClose { id: Value, session: String },
+    #[serde(rename = "session.interrupt")]
+    SessionInterrupt { id: Value, session: String },
+    #[serde(rename = "session.put_file")]
+    SessionPutFile { id: Value, session: String, path: String, data_base64: String },
+    #[serde(rename = "session.get_file")]
+    SessionGetFile { id: Value, session: String, path: String },
+    #[serde(rename = "session.list_files")]
+    SessionListFiles { id: Value, session: String },
+    #[serde(rename = "session.snapshot")]
+    SessionSnapshot { id: Value, session: String },
     #[serde(rename = "tool_result")]
     ToolResult { call: String, value: Option<Value>, error: Option<String> },
     #[serde(rename = "lint")]
@@ -84,7 +103,27 @@ enum Request {
     },
 }
 
-const OPS: [&str; 6] = ["eval", "session.create", "session.execute", "session.close", "tool_result", "lint"];
+/// A file for `eval`'s workspace.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputFile {
+    path: String,
+    data_base64: String,
+}
+
+const OPS: [&str; 11] = [
+    "eval",
+    "session.create",
+    "session.execute",
+    "session.close",
+    "session.interrupt",
+    "session.put_file",
+    "session.get_file",
+    "session.list_files",
+    "session.snapshot",
+    "tool_result",
+    "lint",
+];
 
 struct Server {
     engine: Engine,
@@ -201,7 +240,7 @@ fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, En
     let timeout = match timeout {
         None => d.timeout,
         Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),
-        Some(t) => return Err(rsandbox::InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
+        Some(t) => return Err(InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
     };
     let options = EvalOptions {
         timeout,
@@ -215,6 +254,17 @@ fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, En
     };
     options.validate()?;
     Ok(options)
+}
+
+fn decode_base64(data: &str) -> Result<Vec<u8>, EngineError> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| InputError::Workspace(format!("data_base64 is not base64: {e}")).into())
+}
+
+fn decode_files(files: Vec<InputFile>) -> Result<Vec<(String, Vec<u8>)>, EngineError> {
+    files.into_iter().map(|f| Ok((f.path, decode_base64(&f.data_base64)?))).collect()
 }
 
 fn error_code(e: &EngineError) -> &'static str {
@@ -256,20 +306,27 @@ impl Server {
             Err(e) => return self.error(&id, "invalid_request", &e.to_string()),
         };
         match request {
-            Request::Eval { id, code, timeout, limits } => {
-                match options_from(&limits, timeout).and_then(|o| self.engine.eval(&code, &o)) {
-                    Ok(result) => self.send(json!({"id": id, "result": result})),
-                    Err(e) => self.error(&id, error_code(&e), &e.to_string()),
-                }
+            Request::Eval { id, code, timeout, limits, stream, files, collect } => {
+                let answer = options_from(&limits, timeout).and_then(|options| {
+                    let files = decode_files(files)?;
+                    let mut emit = self.emitter(&id);
+                    let mut request = EvalRequest::new(&code, options);
+                    request.files = files;
+                    request.collect = collect;
+                    if stream {
+                        request.on_event = Some(&mut emit);
+                    }
+                    self.engine.eval_request(request)
+                });
+                self.reply(&id, answer.map(|result| json!({"result": result})));
             }
-            Request::SessionCreate { id, tools, limits } => match self.create_session(tools, &limits) {
-                Ok(sid) => self.send(json!({"id": id, "session": sid})),
+            Request::SessionCreate { id, tools, limits, restore } => match self.create_session(tools, &limits, restore) {
+                Ok((sid, warnings)) if warnings.is_empty() => self.send(json!({"id": id, "session": sid})),
+                Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
                 Err((code, message)) => self.error(&id, code, &message),
             },
-            Request::SessionExecute { id, session, code, timeout, max_tool_calls } => {
-                let Some(s) = self.sessions.lock().expect("sessions").get(&session).cloned() else {
-                    return self.error(&id, "unknown_session", &format!("no session {session:?}"));
-                };
+            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream } => {
+                let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
                 let options = match options_from(&Limits::default(), timeout) {
                     Ok(o) => ExecuteOptions {
@@ -279,10 +336,34 @@ impl Server {
                     },
                     Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
                 };
-                match s.execute(&code, &options) {
-                    Ok(result) => self.send(json!({"id": id, "result": result})),
-                    Err(e) => self.error(&id, error_code(&e), &e.to_string()),
-                }
+                let mut emit = self.emitter(&id);
+                let on_event: Option<&mut dyn FnMut(Event<'_>)> = if stream { Some(&mut emit) } else { None };
+                let answer = s.execute_streaming(&code, &options, on_event);
+                self.reply(&id, answer.map(|result| json!({"result": result})));
+            }
+            Request::SessionInterrupt { id, session } => {
+                let Some(s) = self.session(&id, &session) else { return };
+                self.send(json!({"id": id, "interrupted": s.interrupt()}));
+            }
+            Request::SessionPutFile { id, session, path, data_base64 } => {
+                let Some(s) = self.session(&id, &session) else { return };
+                let answer = decode_base64(&data_base64).and_then(|data| s.put_file(&path, &data));
+                self.reply(&id, answer.map(|size| json!({"path": path, "size": size})));
+            }
+            Request::SessionGetFile { id, session, path } => {
+                let Some(s) = self.session(&id, &session) else { return };
+                let answer = s.get_file(&path);
+                self.reply(&id, answer.map(|f| json!({"path": f.path, "size": f.size, "data_base64": f.data_base64})));
+            }
+            Request::SessionListFiles { id, session } => {
+                let Some(s) = self.session(&id, &session) else { return };
+                let answer = s.list_files();
+                self.reply(&id, answer.map(|(files, truncated)| json!({"files": files, "truncated": truncated})));
+            }
+            Request::SessionSnapshot { id, session } => {
+                let Some(s) = self.session(&id, &session) else { return };
+                let answer = s.snapshot();
+                self.reply(&id, answer.map(|(snapshot, not_saved)| json!({"snapshot": snapshot, "not_saved": not_saved})));
             }
             Request::SessionClose { id, session } => match self.sessions.lock().expect("sessions").remove(&session) {
                 Some(_) => self.send(json!({"id": id, "closed": true})),
@@ -309,7 +390,39 @@ impl Server {
         }
     }
 
-    fn create_session(&self, specs: Vec<ToolSpec>, limits: &Limits) -> Result<String, (&'static str, String)> {
+    /// The session named in a request, or an `unknown_session` error sent.
+    fn session(&self, id: &Value, session: &str) -> Option<Arc<Session>> {
+        let found = self.sessions.lock().expect("sessions").get(session).cloned();
+        if found.is_none() {
+            self.error(id, "unknown_session", &format!("no session {session:?}"));
+        }
+        found
+    }
+
+    /// A response: the fields of `answer` with the request's id, or its error.
+    fn reply(&self, id: &Value, answer: Result<Value, EngineError>) {
+        match answer {
+            Ok(mut fields) => {
+                fields["id"] = id.clone();
+                self.send(fields)
+            }
+            Err(e) => self.error(id, error_code(&e), &e.to_string()),
+        }
+    }
+
+    /// Output events for request `id`, as lines on stdout.
+    fn emitter<'s>(&'s self, id: &'s Value) -> impl FnMut(Event<'_>) + 's {
+        move |event| match event {
+            Event::Output { stream, text } => self.send(json!({"event": "output", "id": id, "stream": stream, "text": text})),
+        }
+    }
+
+    fn create_session(
+        &self,
+        specs: Vec<ToolSpec>,
+        limits: &Limits,
+        restore: Option<String>,
+    ) -> Result<(String, Vec<String>), (&'static str, String)> {
         if self.sessions.lock().expect("sessions").len() >= MAX_SESSIONS {
             return Err(("busy", format!("{MAX_SESSIONS} sessions are open; close one first")));
         }
@@ -347,11 +460,18 @@ impl Server {
             .map_err(|e| ("invalid_request", e))?;
             tools.push(tool);
         }
-        let session = self.engine.session(options, tools).map_err(|e| (error_code(&e), e.to_string()))?;
+        let (session, warnings) = match restore {
+            None => (self.engine.session(options, tools), Vec::new()),
+            Some(snapshot) => match self.engine.restore_session(options, tools, &snapshot) {
+                Ok((session, warnings)) => (Ok(session), warnings),
+                Err(e) => (Err(e), Vec::new()),
+            },
+        };
+        let session = session.map_err(|e| (error_code(&e), e.to_string()))?;
         let sid = session.id().to_string();
         *session_id.lock().expect("sid") = sid.clone();
         self.sessions.lock().expect("sessions").insert(sid.clone(), Arc::new(session));
-        Ok(sid)
+        Ok((sid, warnings))
     }
 }
 

@@ -65,12 +65,23 @@ impl Server {
         value
     }
 
-    /// Responses until the one with this id (events and other responses collected).
+    /// Responses until the one with this id (events and other responses skipped).
     fn recv_id(&mut self, id: i64) -> Value {
+        self.recv_id_with_events(id).0
+    }
+
+    /// The response with this id, and the events for it that came first (with the
+    /// time each arrived).
+    fn recv_id_with_events(&mut self, id: i64) -> (Value, Vec<(Value, std::time::Instant)>) {
+        let mut events = Vec::new();
         loop {
             let v = self.recv();
             if v["id"] == json!(id) {
-                return v;
+                if v.get("event").is_some() {
+                    events.push((v, std::time::Instant::now()));
+                    continue;
+                }
+                return (v, events);
             }
         }
     }
@@ -142,7 +153,7 @@ fn bad_input_gets_structured_errors_and_the_server_keeps_serving() {
     assert_eq!(s.recv()["error"]["code"], "unknown_call");
     s.send_raw(r#"{"id": 8, "op": "session.create", "tools": [{"name": "if", "args": {}}]}"#);
     assert_eq!(s.recv()["error"]["code"], "invalid_request");
-    let huge = format!(r#"{{"id": 9, "op": "eval", "code": "{}"}}"#, "x".repeat(5 << 20));
+    let huge = format!(r#"{{"id": 9, "op": "eval", "code": "{}"}}"#, "x".repeat(17 << 20));
     s.send_raw(&huge);
     let e = s.recv();
     assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!("line_too_long")));
@@ -213,4 +224,66 @@ fn floods_of_requests_and_sessions_are_bounded() {
     assert_eq!(s.recv_id(200)["closed"], true);
     s.send(json!({"id": 201, "op": "session.create"}));
     assert!(s.recv_id(201)["session"].is_string(), "a slot freed by close");
+}
+
+#[test]
+fn v2_streaming_interrupt_files_and_snapshots() {
+    let mut s = Server::start();
+    // Streamed output: the line printed before the sleep arrives before the sleep ends.
+    let start = std::time::Instant::now();
+    s.send(json!({"id": 1, "op": "eval", "code": "cat('before\\n'); message('m'); Sys.sleep(2); cat('after\\n')", "stream": true}));
+    let (r, events) = s.recv_id_with_events(1);
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    assert_eq!(r["result"]["stdout"], "before\nafter\n");
+    let before = events.iter().find(|(e, _)| e["stream"] == "stdout" && e["text"].as_str().unwrap().contains("before")).expect("streamed");
+    assert!(before.1.duration_since(start) < std::time::Duration::from_millis(1900), "before arrived late");
+    assert!(events.iter().any(|(e, _)| e["stream"] == "message" && e["text"] == "m\n"), "{events:?}");
+
+    // Files in and out of a session, and the rules.
+    s.send(json!({"id": 2, "op": "session.create"}));
+    let sid = s.recv_id(2)["session"].as_str().unwrap().to_string();
+    s.send(json!({"id": 3, "op": "session.put_file", "session": sid, "path": "in/x.txt", "data_base64": "aGVsbG8="}));
+    assert_eq!(s.recv_id(3)["size"], 5);
+    s.send(json!({"id": 4, "op": "session.execute", "session": sid, "code": "k <- 7; writeLines(toupper(readLines('in/x.txt', warn = FALSE)), 'out.txt')"}));
+    assert_eq!(s.recv_id(4)["result"]["outcome"], "ok");
+    s.send(json!({"id": 5, "op": "session.get_file", "session": sid, "path": "out.txt"}));
+    assert_eq!(s.recv_id(5)["data_base64"], "SEVMTE8K");
+    s.send(json!({"id": 6, "op": "session.list_files", "session": sid}));
+    let listing = s.recv_id(6);
+    assert_eq!(listing["files"], json!([{"path": "in/x.txt", "size": 5}, {"path": "out.txt", "size": 6}]), "{listing}");
+    s.send_raw(&json!({"id": 7, "op": "session.get_file", "session": sid, "path": "../../etc/passwd"}).to_string());
+    assert_eq!(s.recv_id(7)["error"]["code"], "bad_input");
+
+    // Interrupt keeps the session's state.
+    s.send(json!({"id": 8, "op": "session.execute", "session": sid, "code": "repeat {}"}));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    s.send(json!({"id": 9, "op": "session.interrupt", "session": sid}));
+    let mut got = std::collections::HashMap::new();
+    while got.len() < 2 {
+        let v = s.recv();
+        if let Some(id) = v["id"].as_i64() {
+            got.insert(id, v);
+        }
+    }
+    assert_eq!(got[&9]["interrupted"], true);
+    assert_eq!(got[&8]["result"]["outcome"], "interrupted", "{}", got[&8]);
+    s.send(json!({"id": 10, "op": "session.execute", "session": sid, "code": "k"}));
+    assert_eq!(s.recv_id(10)["result"]["value"], 7);
+
+    // A snapshot restores into a new session; it is opaque to the server.
+    s.send(json!({"id": 11, "op": "session.snapshot", "session": sid}));
+    let snapshot = s.recv_id(11)["snapshot"].as_str().unwrap().to_string();
+    s.send(json!({"id": 12, "op": "session.create", "restore": snapshot}));
+    let restored = s.recv_id(12)["session"].as_str().unwrap().to_string();
+    s.send(json!({"id": 13, "op": "session.execute", "session": restored, "code": "k * 6"}));
+    assert_eq!(s.recv_id(13)["result"]["value"], 42);
+    s.send(json!({"id": 14, "op": "session.create", "restore": "aGVsbG8="}));
+    assert_eq!(s.recv_id(14)["error"]["code"], "bad_input");
+
+    // eval with files in and collected out.
+    s.send(json!({"id": 15, "op": "eval", "code": "file.copy('a.csv', 'b.csv')",
+                  "files": [{"path": "a.csv", "data_base64": "eCx5Cg=="}], "collect": ["*.csv"]}));
+    let r = s.recv_id(15);
+    assert_eq!(r["result"]["files"], json!([{"path": "a.csv", "size": 4, "data_base64": "eCx5Cg=="},
+                                            {"path": "b.csv", "size": 4, "data_base64": "eCx5Cg=="}]), "{r}");
 }
