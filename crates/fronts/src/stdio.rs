@@ -61,6 +61,8 @@ enum Request {
         files: Vec<InputFile>,
         #[serde(default)]
         collect: Vec<String>,
+        #[serde(default)]
+        args: Vec<String>,
     },
     #[serde(rename = "session.create")]
     SessionCreate {
@@ -306,13 +308,14 @@ impl Server {
             Err(e) => return self.error(&id, "invalid_request", &e.to_string()),
         };
         match request {
-            Request::Eval { id, code, timeout, limits, stream, files, collect } => {
+            Request::Eval { id, code, timeout, limits, stream, files, collect, args } => {
                 let answer = options_from(&limits, timeout).and_then(|options| {
                     let files = decode_files(files)?;
                     let mut emit = self.emitter(&id);
                     let mut request = EvalRequest::new(&code, options);
                     request.files = files;
                     request.collect = collect;
+                    request.args = args;
                     if stream {
                         request.on_event = Some(&mut emit);
                     }

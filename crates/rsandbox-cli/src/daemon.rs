@@ -14,6 +14,7 @@
 //! (`RSANDBOX_DAEMON_IDLE` seconds, default 600) and removes its socket.
 //! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
 
+use base64::Engine as _;
 use rsandbox::{Engine, EngineConfig, EvalOptions, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
@@ -112,7 +113,7 @@ pub enum Answer {
 
 /// Evaluate through this user's daemon. `Ok(None)`: no daemon answers (one is started
 /// in the background for the next call); the caller evaluates on its own.
-pub fn eval(key: &DaemonKey, code: &str, options: &EvalOptions) -> Result<Option<Answer>, String> {
+pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) -> Result<Option<Answer>, String> {
     let dir = runtime_dir()?;
     let socket = dir.join(format!("{}.sock", key.name()));
     let Ok(mut stream) = UnixStream::connect(&socket) else {
@@ -127,9 +128,14 @@ pub fn eval(key: &DaemonKey, code: &str, options: &EvalOptions) -> Result<Option
     if peer.uid.as_raw() != me {
         return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
     }
+    let files: Vec<Value> = job
+        .files
+        .iter()
+        .map(|(path, data)| json!({"path": path, "data_base64": base64::engine::general_purpose::STANDARD.encode(data)}))
+        .collect();
     let request = json!({
-        "op": "eval", "id": 1, "code": code, "timeout": options.timeout.as_secs_f64(),
-        "limits": limits_json(options),
+        "op": "eval", "id": 1, "code": job.code, "timeout": options.timeout.as_secs_f64(),
+        "limits": limits_json(options), "files": files, "collect": job.collect, "args": job.args,
     });
     let mut line = request.to_string();
     line.push('\n');

@@ -5,6 +5,7 @@
 //! 10 crashed, 11 the sandbox could not be set up (fail closed).
 
 mod daemon;
+mod evaluate;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -15,9 +16,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Bad input: nothing was started.
-const EXIT_BAD_INPUT: u8 = 2;
+pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 /// The sandbox could not be set up, or the engine failed.
-const EXIT_SETUP_FAILED: u8 = 11;
+pub(crate) const EXIT_SETUP_FAILED: u8 = 11;
 
 #[derive(Parser)]
 #[command(name = "rsandbox", version, about = "Run untrusted R code inside kernel-enforced isolation")]
@@ -36,19 +37,32 @@ enum Command {
         limits: LimitArgs,
         #[command(flatten)]
         engine: EngineArgs,
+        #[command(flatten)]
+        io: evaluate::IoArgs,
         /// Print one JSON object instead of Rscript-like output.
         #[arg(long)]
         json: bool,
     },
-    /// Evaluate an R file (`-` reads standard input).
+    /// Evaluate an R file (`-` reads standard input), or many: with several files, a
+    /// directory (its `*.R` files) or `--jobs`, each file runs in its own fresh sandbox,
+    /// N at a time, with one summary (or JSON) line per file.
     Run {
-        /// The file.
-        file: PathBuf,
+        /// The file(s) or directories.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// `commandArgs(trailingOnly = TRUE)` inside, as with `Rscript FILE ARGS…`.
+        #[arg(last = true)]
+        args: Vec<String>,
+        /// Sandboxes at once for a batch (default: one per core).
+        #[arg(long)]
+        jobs: Option<usize>,
         #[command(flatten)]
         limits: LimitArgs,
         #[command(flatten)]
         engine: EngineArgs,
-        /// Print one JSON object instead of Rscript-like output.
+        #[command(flatten)]
+        io: evaluate::IoArgs,
+        /// Print JSON (one object; one line per file for a batch).
         #[arg(long)]
         json: bool,
     },
@@ -107,7 +121,7 @@ enum Command {
 }
 
 #[derive(Args, Clone)]
-struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Wall-clock limit in seconds (fractions allowed).
     #[arg(long, default_value = "30", allow_hyphen_values = true)]
     timeout: String,
@@ -135,7 +149,7 @@ struct LimitArgs {
 }
 
 #[derive(Args, Clone)]
-struct EngineArgs {
+pub(crate) struct EngineArgs {
     /// Packages to load once in the zygote, comma-separated.
     #[arg(long, value_delimiter = ',')]
     preload: Vec<String>,
@@ -151,11 +165,11 @@ struct EngineArgs {
     /// `eval`/`run`: start R for this call only; neither use nor start the per-user
     /// daemon (also `RSANDBOX_NO_DAEMON=1`).
     #[arg(long)]
-    no_daemon: bool,
+    pub(crate) no_daemon: bool,
 }
 
 impl LimitArgs {
-    fn options(&self) -> Result<EvalOptions, rsandbox::InputError> {
+    pub(crate) fn options(&self) -> Result<EvalOptions, rsandbox::InputError> {
         let bad = |what: &str, value: &str| rsandbox::InputError::BadLimit { what: what.into(), value: value.into() };
         let secs: f64 = self.timeout.parse().map_err(|_| bad("--timeout (seconds)", &self.timeout))?;
         if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
@@ -180,7 +194,7 @@ impl LimitArgs {
 }
 
 impl EngineArgs {
-    fn config(&self) -> EngineConfig {
+    pub(crate) fn config(&self) -> EngineConfig {
         EngineConfig {
             preload: self.preload.clone(),
             best_effort: self.best_effort,
@@ -194,8 +208,18 @@ impl EngineArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Eval { code, limits, engine, json } => evaluate(Ok(code), &limits, &engine, json),
-        Command::Run { file, limits, engine, json } => evaluate(read_source(&file), &limits, &engine, json),
+        Command::Eval { code, limits, engine, io, json } => {
+            evaluate::one(evaluate::Job::code(code), &limits, &engine, &io, json)
+        }
+        Command::Run { files, args, jobs, limits, engine, io, json } => {
+            let batch = jobs.is_some() || files.len() > 1 || files.iter().any(|f| f.is_dir());
+            if batch {
+                evaluate::batch(&files, &args, jobs, &limits, &engine, json)
+            } else {
+                let job = read_source(&files[0]).map(|code| evaluate::Job { args, ..evaluate::Job::code(code) });
+                job.and_then(|job| evaluate::one(job, &limits, &engine, &io, json))
+            }
+        }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
         Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
         Command::Lint { file, json } => lint(read_source(&file), json),
@@ -215,7 +239,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn read_source(file: &PathBuf) -> anyhow::Result<String> {
+pub(crate) fn read_source(file: &PathBuf) -> anyhow::Result<String> {
     let mut bytes = Vec::new();
     if file.as_os_str() == "-" {
         std::io::stdin().read_to_end(&mut bytes).context("failed to read standard input")?;
@@ -226,43 +250,7 @@ fn read_source(file: &PathBuf) -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| rsandbox::InputError::NotUtf8.into())
 }
 
-fn evaluate(code: anyhow::Result<String>, limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
-    let code = code?;
-    let options = limits.options()?;
-    // Validate before starting R: bad input costs nothing.
-    rsandbox::options::validate_code(&code)?;
-    options.validate()?;
-    let use_daemon = !engine.no_daemon && std::env::var_os("RSANDBOX_NO_DAEMON").is_none_or(|v| v.is_empty() || v == "0");
-    let key = daemon::DaemonKey::for_config(&engine.config()).filter(|_| use_daemon);
-    let answer = match key.map(|key| daemon::eval(&key, &code, &options)) {
-        None | Some(Ok(None)) => None,
-        Some(Ok(Some(answer))) => Some(answer),
-        Some(Err(why)) => {
-            eprintln!("rsandbox: evaluating without the daemon: {why}");
-            None
-        }
-    };
-    let result = match answer {
-        Some(daemon::Answer::Result(result)) => *result,
-        Some(daemon::Answer::Refused { code, message }) => {
-            eprintln!("rsandbox: {message}");
-            return Ok(if code == "bad_input" { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED });
-        }
-        None => {
-            // One fork only: warming the zygote for fast later forks would be wasted here.
-            let engine = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })?;
-            engine.eval(&code, &options)?
-        }
-    };
-    if json {
-        println!("{}", serde_json::to_string(&result)?);
-    } else {
-        print_like_rscript(&result, &options)?;
-    }
-    Ok(if result.syntax_error.is_some() { EXIT_BAD_INPUT } else { result.outcome.exit_code() as u8 })
-}
-
-fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> anyhow::Result<()> {
+pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(result.stdout.as_bytes())?;
     out.flush()?;

@@ -548,3 +548,73 @@ both!(
         assert_eq!(j["root"], json!(who == Who::Root), "{out}");
     }
 );
+
+// =======================================================================================
+// Real work: plots as files, inputs and outputs, script arguments, batches.
+// =======================================================================================
+
+both!(
+    fn plots_inputs_outputs_and_args(who) {
+        let _g = shared();
+        let dir = owned_dir(who, "io");
+        let (plots, input, output) = (dir.join("plots"), dir.join("data.csv"), dir.join("out"));
+        std::fs::write(&input, "a,b\n1,2\n").unwrap();
+        let script = dir.join("job.R");
+        std::fs::write(&script, concat!(
+            "args <- commandArgs(trailingOnly = TRUE)\n",
+            "d <- read.csv('data.csv')\n",
+            "write.csv(d * as.numeric(args[1]), 'scaled.csv', row.names = FALSE)\n",
+            "dir.create('sub'); writeLines(args[2], 'sub/note.txt')\n",
+            "invisible(file.symlink('/etc/passwd', 'pw'))\n",
+            "plot(1:3); plot(3:1)\n",
+            "cat(args, sep = ' ')\n",
+        )).unwrap();
+        let out = rsandbox(who, &[
+            "run", "--plots", plots.to_str().unwrap(), "--input", input.to_str().unwrap(),
+            "--output", output.to_str().unwrap(), script.to_str().unwrap(), "--", "10", "hello world",
+        ]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, "10 hello world", "{out}");
+        for n in ["Rplot001.png", "Rplot002.png"] {
+            let png = std::fs::read(plots.join(n)).unwrap_or_else(|e| panic!("{n}: {e}{out}"));
+            assert_eq!(&png[..4], b"\x89PNG", "{n}");
+        }
+        assert_eq!(std::fs::read_to_string(output.join("scaled.csv")).unwrap(), "\"a\",\"b\"\n10,20\n");
+        assert_eq!(std::fs::read_to_string(output.join("sub/note.txt")).unwrap(), "hello world\n");
+        assert!(output.join("data.csv").is_file(), "inputs are workspace files too");
+        assert!(!output.join("pw").exists(), "a symlink the sandbox made is not followed out");
+        // With --json the plots stay in the result and nothing is written.
+        let (out, j) = eval_json(who, &["--plots", dir.join("none").to_str().unwrap()], "plot(1)");
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["plots"].as_array().map(Vec::len), Some(1));
+        assert!(!dir.join("none").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+);
+
+both!(
+    fn a_batch_runs_every_file_and_reports_the_worst(who) {
+        let _g = shared();
+        let dir = owned_dir(who, "batch");
+        for i in 0..12 {
+            std::fs::write(dir.join(format!("ok{i:02}.R")), format!("cat({i} * 2)")).unwrap();
+        }
+        std::fs::write(dir.join("fails.R"), "stop('student error')").unwrap();
+        std::fs::write(dir.join("hostile.R"), "system('id')").unwrap();
+        std::fs::write(dir.join("reads.R"), "readLines('/etc/shadow')").unwrap();
+        std::fs::write(dir.join("notes.txt"), "not R").unwrap();
+        let out = rsandbox(who, &["run", "--jobs", "2", "--json", dir.to_str().unwrap()]);
+        out.assert_code(9); // the worst outcome: a violation
+        let lines: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 15, "one line per R file:{out}");
+        let by_file = |name: &str| lines.iter().find(|l| l["file"].as_str().unwrap().ends_with(name)).unwrap().clone();
+        assert_eq!(by_file("ok07.R")["stdout"], "14");
+        assert_eq!(by_file("fails.R")["outcome"], "error");
+        assert_eq!(by_file("hostile.R")["outcome"], "violation");
+        assert_eq!(by_file("reads.R")["outcome"], "error");
+        let summary = rsandbox(who, &["run", dir.join("ok01.R").to_str().unwrap(), dir.join("fails.R").to_str().unwrap()]);
+        summary.assert_code(1);
+        assert!(summary.stdout.contains("ok01.R: ok") && summary.stdout.contains("fails.R: error"), "{summary}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+);

@@ -93,6 +93,17 @@ both!(
         for layer in ["namespaces", "private_root", "landlock", "seccomp", "workspace_quota"] {
             assert_eq!(second["layers"][layer], alone["layers"][layer], "layer {layer}:{out2}{alone_out}");
         }
+        // Inputs, outputs and script arguments travel too.
+        let script = base.join("job.R");
+        std::fs::write(&script, "cat(readLines('in.txt'), commandArgs(TRUE), basename(dirname(getwd())))").unwrap();
+        std::fs::write(base.join("in.txt"), "from host").unwrap();
+        let out_dir = base.join("out");
+        let env = [("RSANDBOX_NO_DAEMON", "0"), ("XDG_RUNTIME_DIR", base.to_str().unwrap())];
+        let job = rsandbox_with(who, &["run", "--input", base.join("in.txt").to_str().unwrap(), "--output",
+            out_dir.to_str().unwrap(), script.to_str().unwrap(), "--", "arg1"], &env, None);
+        job.assert_code(0);
+        assert!(job.stdout.starts_with(&format!("from host arg1 rsandbox-{daemon}-")), "served by the daemon:{job}");
+        assert_eq!(std::fs::read_to_string(out_dir.join("in.txt")).unwrap(), "from host");
         // Limits and errors travel too.
         let (t_out, timeout) = eval_via(who, &base, "60", &["--timeout", "0.5"], "Sys.sleep(5)");
         assert_outcome(&t_out, &timeout, "timeout", 3);

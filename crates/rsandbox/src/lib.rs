@@ -185,6 +185,7 @@ impl Engine {
             observer: &mut ignore,
             on_event: None,
             interrupt_on_timeout: false,
+            args: &[],
         })?;
         if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
             return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
@@ -194,7 +195,7 @@ impl Engine {
 
     /// Run one request on a prepared child, with audit records around it.
     pub(crate) fn run(&self, prepared: &mut Prepared, id: &str, spec: Run<'_>) -> Result<EvalResult, EngineError> {
-        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout } = spec;
+        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout, args } = spec;
         options::validate_code(code)?;
         let audit = self.inner.audit.as_ref();
         if let Some(log) = audit {
@@ -222,6 +223,7 @@ impl Engine {
             // Shortened to this call's lifetime, which the observer's borrows set.
             on_event: on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>)),
             interrupt_on_timeout,
+            args,
         })?;
         if let Some(log) = audit {
             if let Some(v) = &result.violation {
@@ -250,7 +252,7 @@ impl Engine {
     /// Evaluate in a fresh sandbox with files placed in its workspace first, files
     /// collected from it after, and output streamed while it runs.
     pub fn eval_request(&self, request: EvalRequest<'_>) -> Result<EvalResult, EngineError> {
-        let EvalRequest { code, options, files, collect, mut on_event } = request;
+        let EvalRequest { code, options, files, collect, args, mut on_event } = request;
         options::validate_code(code)?;
         let mut prepared = self.take_child(&options, &[])?;
         let id = self.new_id("eval");
@@ -260,7 +262,7 @@ impl Engine {
             .try_for_each(|(path, data)| files::put(&mut prepared.child, path, data, per_file).map(drop))
             .and_then(|()| {
                 let on_event = on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>));
-                self.run(&mut prepared, &id, Run { on_event, ..Run::plain(code, &options) })
+                self.run(&mut prepared, &id, Run { on_event, args: &args, ..Run::plain(code, &options) })
             })
             .and_then(|mut result| {
                 if !collect.is_empty() && prepared.child.is_alive() {
@@ -299,6 +301,8 @@ pub struct EvalRequest<'a> {
     pub files: Vec<(String, Vec<u8>)>,
     /// Globs over workspace paths whose files come back in `result.files`.
     pub collect: Vec<String>,
+    /// `commandArgs(trailingOnly = TRUE)` inside (`rsandbox run FILE -- ARGS`).
+    pub args: Vec<String>,
     /// Output streamed while the code runs.
     pub on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
 }
@@ -306,7 +310,7 @@ pub struct EvalRequest<'a> {
 impl<'a> EvalRequest<'a> {
     /// Just code and limits.
     pub fn new(code: &'a str, options: EvalOptions) -> EvalRequest<'a> {
-        EvalRequest { code, options, files: Vec::new(), collect: Vec::new(), on_event: None }
+        EvalRequest { code, options, files: Vec::new(), collect: Vec::new(), args: Vec::new(), on_event: None }
     }
 }
 
@@ -318,12 +322,13 @@ pub(crate) struct Run<'a> {
     pub(crate) max_tool_calls: u32,
     pub(crate) on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
     pub(crate) interrupt_on_timeout: bool,
+    pub(crate) args: &'a [String],
 }
 
 impl<'a> Run<'a> {
     /// Code and limits; no tools, nothing streamed, killed at the deadline.
     pub(crate) fn plain(code: &'a str, options: &'a EvalOptions) -> Run<'a> {
-        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false }
+        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false, args: &[] }
     }
 }
 

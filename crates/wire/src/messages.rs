@@ -106,6 +106,10 @@ pub enum ChildRequest {
         /// and stderr stream through their pipes either way).
         #[serde(default)]
         stream: bool,
+        /// `commandArgs()` for this evaluation (as `Rscript FILE ARGS…` would set it);
+        /// empty: unchanged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<String>,
     },
     /// Write a file into the workspace (parents created); answered with `FileWritten`.
     PutFile {

@@ -81,7 +81,12 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     // a one-shot evaluation is a session of one request.
     loop {
         match host().next_request() {
-            Ok(Some(ChildRequest::Eval { code, stream })) => write_report(&evaluate(r, &code, &plot_dir, stream)),
+            Ok(Some(ChildRequest::Eval { code, stream, args })) => {
+                if !args.is_empty() {
+                    set_command_args(&args);
+                }
+                write_report(&evaluate(r, &code, &plot_dir, stream))
+            }
             Ok(Some(ChildRequest::PutFile { path, data_base64 })) => {
                 let written = base64::engine::general_purpose::STANDARD
                     .decode(data_base64)
@@ -146,6 +151,20 @@ fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool) -> ChildRe
     });
     let plots = take_plots(plot_dir);
     ChildReport::Evaluated { r, plots, cpu_ms, max_rss_kb }
+}
+
+/// What `commandArgs()` returns from now on: R's own options, then `--args` and `args`.
+fn set_command_args(args: &[String]) {
+    let all: Vec<std::ffi::CString> = ["R", "--no-echo", "--no-restore", "--args"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(args.iter().map(|a| a.replace('\0', "")))
+        .map(|a| std::ffi::CString::new(a).expect("NULs removed"))
+        .collect();
+    let mut argv: Vec<*mut libc::c_char> = all.iter().map(|a| a.as_ptr() as *mut libc::c_char).collect();
+    // SAFETY: R's thread, between evaluations; R copies the strings into its own
+    // character vector before returning, so `all` may go afterwards.
+    unsafe { r_api::R_set_command_line_arguments(argv.len() as i32, argv.as_mut_ptr()) };
 }
 
 /// Where a snapshot is written and read: the harness's own directory, never listed.

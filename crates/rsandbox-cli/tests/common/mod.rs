@@ -549,3 +549,15 @@ pub fn assert_outcome(out: &Output, json: &Value, outcome: &str, code: i32) {
     assert_eq!(json["outcome"], outcome, "unexpected outcome:{out}");
     out.assert_code(code);
 }
+
+/// A fresh directory `who` owns (removed first if it exists).
+pub fn owned_dir(who: Who, name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rsandbox-cli-test-{name}-{who:?}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir(&dir).unwrap();
+    if who == Who::User {
+        let account = test_user();
+        std::os::unix::fs::chown(&dir, Some(account.uid), Some(account.gid)).unwrap();
+    }
+    dir
+}

@@ -74,6 +74,8 @@ pub struct Request<'a> {
     /// At the deadline, interrupt first and kill only if R does not yield within
     /// [`INTERRUPT_GRACE`] (a session keeps its state); otherwise kill at once.
     pub interrupt_on_timeout: bool,
+    /// `commandArgs(trailingOnly = TRUE)` for this evaluation (empty: unchanged).
+    pub args: &'a [String],
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -290,7 +292,7 @@ impl SandboxChild {
         let mut run = Execution {
             deadline: start + request.timeout,
             max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
-            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string(), stream }),
+            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string(), stream, args: request.args.to_vec() }),
             killed: None,
             evaluated: None,
             exited_at: None,
