@@ -87,6 +87,9 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     };
     if let Some(dir) = &io.output {
         write_outputs(dir, &result)?;
+        if result.files_truncated {
+            eprintln!("rsandbox: --output: not every file was copied (over --max-output in all, or more than 10000 files)");
+        }
         // Written to disk: not repeated in the printed result.
         result.files.clear();
     }

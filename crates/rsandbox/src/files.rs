@@ -67,28 +67,36 @@ pub(crate) fn list(child: &mut SandboxChild) -> Result<(Vec<FileEntry>, bool), E
 }
 
 /// The files matching any of `patterns` (globs over workspace paths: `*.csv`,
-/// `out/**/*.png`), at most `max_total` bytes in all.
-pub(crate) fn collect(child: &mut SandboxChild, patterns: &[String], max_total: u64) -> Result<Vec<WorkspaceFile>, EngineError> {
+/// `out/**/*.png`), at most `max_total` bytes in all; `true` when some matching files
+/// were left out (over the budget, or beyond what a listing carries).
+pub(crate) fn collect(child: &mut SandboxChild, patterns: &[String], max_total: u64) -> Result<(Vec<WorkspaceFile>, bool), EngineError> {
     if patterns.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     }
     let globs = patterns
         .iter()
         .map(|p| glob::Pattern::new(p).map_err(|e| refused(format!("invalid pattern {p:?}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let options = glob::MatchOptions { require_literal_separator: true, ..glob::MatchOptions::new() };
-    let (files, _) = list(child)?;
+    let (files, mut truncated) = list(child)?;
     let mut left = max_total;
     let mut collected = Vec::new();
     for entry in files.iter().filter(|f| globs.iter().any(|g| g.matches_with(&f.path, options))) {
         if entry.size > left {
-            return Err(refused(format!("collected files exceed the limit of {max_total} bytes at {:?}", entry.path)));
+            truncated = true;
+            continue;
         }
-        let file = get(child, &entry.path, left)?;
-        left -= file.size;
-        collected.push(file);
+        match get(child, &entry.path, left) {
+            Ok(file) => {
+                left -= file.size;
+                collected.push(file);
+            }
+            // Changed since the listing (grew, became a link): left out, said so.
+            Err(EngineError::Input(_)) => truncated = true,
+            Err(e) => return Err(e),
+        }
     }
-    Ok(collected)
+    Ok((collected, truncated))
 }
 
 /// A snapshot of the session's global environment: opaque base64 (R's serialization,

@@ -267,7 +267,7 @@ impl Engine {
             .and_then(|mut result| {
                 if !collect.is_empty() && prepared.child.is_alive() {
                     let room = options.max_output.saturating_sub(result.stdout.len() as u64 + result.stderr.len() as u64);
-                    result.files = files::collect(&mut prepared.child, &collect, room)?;
+                    (result.files, result.files_truncated) = files::collect(&mut prepared.child, &collect, room)?;
                 }
                 Ok(result)
             });

@@ -174,6 +174,10 @@ pub struct EvalResult {
     /// Files of the workspace collected after the run (`EvalRequest::collect`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<WorkspaceFile>,
+    /// Some files matching `collect` were left out: over the output limit in all, or
+    /// beyond the 10 000 a listing carries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files_truncated: bool,
 }
 
 /// A file from (or for) a sandbox's workspace.

@@ -93,8 +93,9 @@ pub const TARGETS: [&str; 29] = [
 ];
 
 /// Placeholders and the target a case must declare to use each (None: no target).
-pub const PLACEHOLDERS: [(&str, Option<&str>); 33] = [
+pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("HOME", None),
+    ("OUTPUT_DIR", None),
     ("PROBE_HEX", None),
     ("CASE_ID", None),
     ("TOKEN_FILE_HOME", Some("secret:home")),
@@ -1560,6 +1561,13 @@ impl CaseHost {
         let mut ph: HashMap<&'static str, String> = HashMap::new();
         let show = |p: &Path| p.to_string_lossy().into_owned();
         ph.insert("HOME", show(&run.home));
+        // A fresh directory of the identity's for `--output`; checked after the run.
+        let output_dir = PathBuf::from(format!("/tmp/{stem}-output"));
+        if case.placeholders.contains("OUTPUT_DIR") {
+            fs::create_dir(&output_dir).expect("create the output dir");
+            std::os::unix::fs::chown(&output_dir, Some(run.uid), Some(run.gid)).expect("chown the output dir");
+        }
+        ph.insert("OUTPUT_DIR", show(&output_dir));
         ph.insert("PROBE_HEX", s.probe_hex.clone());
         ph.insert("CASE_ID", stem.clone());
         ph.insert("TOKEN_FILE_HOME", show(&run.home.join(HOME_SECRET)));
@@ -1658,6 +1666,7 @@ impl CaseHost {
     /// Remove everything this case created (restores shared files it changed).
     fn cleanup(&mut self, run: &Run) {
         self.listeners.stop();
+        fs::remove_dir_all(format!("/tmp/{}-output", self.stem)).ok();
         if let Some(mut sl) = self.sleeper.take() {
             sl.kill().ok();
             sl.wait().ok();
@@ -1698,6 +1707,37 @@ pub struct Report {
     pub bound: f64,
     pub failures: Vec<String>,
     pub note: Option<String>,
+}
+
+/// What `--output` wrote: regular files and directories only (nothing the sandbox
+/// linked or made special), and no secret in any of them.
+fn check_output_dir(run: &Run, dir: &Path) -> Vec<String> {
+    let variants: Vec<(String, Vec<Vec<u8>>)> = run.secrets.iter().map(|s| (s.clone(), secret_variants(s))).collect();
+    let mut problems = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            problems.push(format!("--output dir {} cannot be listed", d.display()));
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let meta = fs::symlink_metadata(&path).expect("stat an output entry");
+            if meta.is_dir() {
+                stack.push(path);
+            } else if !meta.is_file() {
+                problems.push(format!("--output wrote a non-regular file {} ({:?})", path.display(), meta.file_type()));
+            } else {
+                let bytes = fs::read(&path).unwrap_or_default();
+                for (secret, vs) in &variants {
+                    if vs.iter().any(|v| contains_bytes(&bytes, v)) {
+                        problems.push(format!("secret {secret} found in --output file {}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    problems
 }
 
 /// Variants of a secret an attacker might print to slip past a plain search.
@@ -1810,7 +1850,7 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
     let subst = |v: &Vec<String>| v.iter().map(|x| host.substitute(x)).collect::<Vec<_>>();
 
     let mut cmd = run.cli_command(s, &zygote_link);
-    cmd.arg("run").arg(&file).arg("--json").args(&case.args);
+    cmd.arg("run").arg(&file).arg("--json").args(case.args.iter().map(|a| host.substitute(a)));
     let dirs_before = all_engine_dirs();
     let out = run_collect(cmd, CALL_LIMIT);
 
@@ -1930,6 +1970,9 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         }
     }
     failures.extend(find_secrets(run, &out, json.as_ref()));
+    if case.placeholders.contains("OUTPUT_DIR") {
+        failures.extend(check_output_dir(run, Path::new(&host.placeholders["OUTPUT_DIR"])));
+    }
     // Host side effects.
     for (name, (n, bytes)) in host.listener_counts(&s.dns) {
         if n > 0 || bytes > 0 {

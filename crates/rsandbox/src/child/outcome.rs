@@ -62,6 +62,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         reset_reason: None,
         tool_call_limit_exceeded: false,
         files: Vec::new(),
+        files_truncated: false,
     };
     if let Some(e) = o.exit {
         result.usage.cpu_ms = e.cpu_ms;
