@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# Install what rsandbox needs on a fresh Debian/Ubuntu machine: R from the distribution
-# (libR.so and headers), a C compiler, and the Rust toolchain if cargo is missing.
+# Install what rsandbox, its tests and its benchmarks need on a fresh Debian/Ubuntu
+# machine, from the distribution: R (libR.so and headers), the R packages the tests and
+# the bench use, the peers the bench compares with, a C compiler, and Rust if cargo is
+# missing. Each need is checked by the file it provides, so a second run is quick and
+# calls no apt at all.
 set -euo pipefail
 
 need=()
-command -v R >/dev/null 2>&1 || need+=(r-base-core r-base-dev)
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+# An R package from Debian (installed into R's site library).
+have_rpkg() { [ -d "/usr/lib/R/site-library/$1" ] || [ -d "/usr/lib/R/library/$1" ]; }
+
+have_cmd R || need+=(r-base-core r-base-dev)
 [ -f "$(R RHOME 2>/dev/null)/lib/libR.so" ] 2>/dev/null || need+=(r-base-core r-base-dev)
-command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
-command -v useradd >/dev/null 2>&1 || need+=(passwd)
-command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
+have_cmd cc || need+=(gcc libc6-dev)
+have_cmd useradd || need+=(passwd)
+have_cmd curl || need+=(curl ca-certificates)
+have_cmd unshare || need+=(util-linux)
+have_cmd ps || need+=(procps)
+# The bench's peers (bwrap rows) and the packages the attack corpus's calibration runs.
+have_cmd bwrap || need+=(bubblewrap)
+have_rpkg callr || need+=(r-cran-callr)
+have_rpkg processx || need+=(r-cran-processx)
+have_rpkg Matrix || need+=(r-cran-matrix)
+have_rpkg data.table || need+=(r-cran-data.table)
+# The R package (r/rsandbox) and its tests.
+have_rpkg R6 || need+=(r-cran-r6)
+have_rpkg jsonlite || need+=(r-cran-jsonlite)
+have_rpkg testthat || need+=(r-cran-testthat)
 
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Deduplicated; recommends off, so only what is named (and its dependencies) comes.
+  mapfile -t unique < <(printf '%s\n' "${need[@]}" | sort -u)
+  $SUDO apt-get install -y -qq --no-install-recommends "${unique[@]}" >/dev/null
 fi
 
-if ! command -v cargo >/dev/null 2>&1; then
+if ! have_cmd cargo; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
     echo "cargo is in ~/.cargo/bin: add it to PATH" >&2
   else

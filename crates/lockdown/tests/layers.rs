@@ -948,7 +948,10 @@ fn seccomp_metadata_by_path_and_other_pids_are_eperm(caller: Caller) {
         expect_errno("setpriority(parent)", other.into(), libc::EPERM)?;
         let all = unsafe { libc::setpriority(libc::PRIO_USER, 0, 19) };
         expect_errno("setpriority(PRIO_USER)", all.into(), libc::EPERM)?;
-        expect_ok("setpriority(self)", unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 1) }.into())?;
+        // Our own priority: set it to what it is (an unprivileged process may not raise
+        // it, and CI may start us niced), which the kernel still checks and applies.
+        let current = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        expect_ok("setpriority(self)", unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, current) }.into())?;
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         unsafe { libc::CPU_SET(0, &mut set) };
         let size = std::mem::size_of::<libc::cpu_set_t>();
