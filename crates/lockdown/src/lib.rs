@@ -49,6 +49,7 @@
 
 pub mod command;
 pub mod errors;
+pub mod fdpass;
 pub mod mounts;
 pub mod namespaces;
 pub mod policy;
@@ -60,11 +61,6 @@ pub mod ruleset;
 pub mod seccomp;
 mod sys;
 
-/// Passing fds over unix sockets (`SCM_RIGHTS`): how the seccomp listener reaches the
-/// supervisor, and what the supervisor's own channels use.
-pub mod fdpass {
-    pub use crate::sys::send_with_fds;
-}
 
 pub use errors::LockdownError;
 pub use policy::{Identity, Limits, Policy, WorkspaceQuota};

@@ -31,7 +31,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 
 /// How a system call is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -291,7 +291,10 @@ impl SeccompFilters {
         match report_socket {
             Some(socket) => {
                 let listener = install_with_listener(&notify_instead_of_trap(&self.violations))?;
-                let sent = sys::send_with_fds(socket, b"L", &[listener]);
+                // SAFETY: both fds are open for the duration of the call: the caller's
+                // report socket, and the listener the kernel just gave us.
+                let (socket, listener_fd) = unsafe { (BorrowedFd::borrow_raw(socket), BorrowedFd::borrow_raw(listener)) };
+                let sent = crate::fdpass::send(socket, b"L", &[listener_fd]);
                 // Close our copy whatever happened: nobody in the sandbox may hold it.
                 sys::close(listener);
                 sent.map_err(SeccompError::Report)?;

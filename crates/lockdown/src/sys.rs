@@ -252,42 +252,6 @@ pub fn close(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
-/// Send `bytes` with `fds` attached (`SCM_RIGHTS`) over a unix socket, in one
-/// `sendmsg`; retries on EINTR; never raises SIGPIPE.
-pub fn send_with_fds(socket: RawFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
-    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
-    // SAFETY: CMSG_SPACE is a pure computation on the length.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(fds) as u32) } as usize;
-    let mut control = vec![0u8; space.max(1)];
-    // SAFETY: a zeroed msghdr is valid; the fields set below point at live buffers.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    if !fds.is_empty() {
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space;
-        // SAFETY: msg_control points at `space` bytes, enough for one cmsg header plus
-        // the fd array, so CMSG_FIRSTHDR is non-null and CMSG_DATA has room for `fds`.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as usize;
-            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast::<RawFd>(), fds.len());
-        }
-    }
-    loop {
-        // SAFETY: `msg` and everything it points to are live for the call.
-        if unsafe { libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL) } >= 0 {
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
 /// `write` that retries on EINTR; async-signal-safe.
 pub fn write_all_raw(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {

@@ -14,7 +14,6 @@
 
 pub mod child_link;
 pub mod errors;
-pub mod fdpass;
 pub mod frame;
 pub mod messages;
 pub mod names;
@@ -22,3 +21,6 @@ pub mod seqpacket;
 pub mod zygote_link;
 
 pub use errors::{Peer, WireError};
+/// File descriptors over a unix socket: the one implementation, in `lockdown` (whose
+/// seccomp layer sends its listener with it).
+pub use lockdown::fdpass;

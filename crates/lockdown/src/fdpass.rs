@@ -1,5 +1,8 @@
 //! File descriptors over a unix socket (`SCM_RIGHTS`), both ways, through rustix's
-//! ancillary-message buffers rather than hand-written `cmsg` arithmetic.
+//! ancillary-message buffers rather than hand-written `cmsg` arithmetic. The one
+//! implementation: the seccomp layer sends its listener with it, and the supervisor,
+//! zygote and child channels (crate `rsandbox-wire`) use it too. [`send`] allocates
+//! nothing, so a freshly forked child may call it.
 
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
