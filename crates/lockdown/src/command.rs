@@ -31,6 +31,25 @@ pub enum SpawnError {
     /// The child reported an error before `execve` succeeded.
     #[error("{0}")]
     Child(String),
+    /// The caller runs other threads: a forked copy of one thread may find a lock
+    /// (malloc's, say) held forever by a thread that does not exist in it.
+    #[error("spawn needs a single-threaded caller; this process runs {threads} threads")]
+    Threads {
+        /// Threads of the calling process.
+        threads: usize,
+    },
+}
+
+/// Threads of this process, from `/proc/self/stat` (field 20).
+pub fn thread_count() -> io::Result<usize> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
+    after
+        .split_whitespace()
+        .nth(17)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unexpected /proc/self/stat"))
 }
 
 /// fd number the child's error pipe is moved to; the policy keeps fds below it + 1.
@@ -39,9 +58,15 @@ const ERROR_FD: RawFd = 3;
 /// Start `program` with `args` (argv[0] included) and `env` under `policy`, inheriting
 /// fds 0-2. Returns the child's pid; the caller waits for it.
 ///
-/// Must be called from a single-threaded process: the child allocates before `execve`.
+/// Refused ([`SpawnError::Threads`]) unless the caller is single-threaded: the child
+/// allocates before `execve`, which is only sound when no other thread can hold a lock.
 pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, String)]) -> Result<libc::pid_t, SpawnError> {
     let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
+    match thread_count() {
+        Ok(1) => {}
+        Ok(threads) => return Err(SpawnError::Threads { threads }),
+        Err(source) => return Err(SpawnError::Parent { call: "count this process's threads (/proc/self/stat)", source }),
+    }
     let mut policy = policy.clone();
     policy.keep_fds_below = ERROR_FD + 1;
     policy.violation_fd = None;
@@ -125,4 +150,18 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multi_threaded_caller_is_refused() {
+        // The test harness runs this on a thread of its own: the process has several.
+        let threads = thread_count().unwrap();
+        assert!(threads > 1, "{threads}");
+        let err = spawn(&Policy::default(), Path::new("/bin/true"), &["true".into()], &[]).unwrap_err();
+        assert!(matches!(err, SpawnError::Threads { threads: n } if n > 1), "{err}");
+    }
 }
