@@ -20,7 +20,8 @@ pub fn enter_namespaces(as_root: bool, best_effort: bool) -> Result<Created, Nam
     if !as_root {
         match enter_user_namespace() {
             Ok(()) => created.push("user"),
-            Err(_) if best_effort => return Ok(created),
+            // Without a user namespace the others cannot be created either.
+            Err(e) if tolerated(&e, best_effort) => return Ok(created),
             Err(e) => return Err(e),
         }
     }
@@ -31,6 +32,14 @@ pub fn enter_namespaces(as_root: bool, best_effort: bool) -> Result<Created, Nam
         Err(source) => return Err(NamespaceError::Unshare { what: "net,ipc,uts".into(), source }),
     }
     Ok(created)
+}
+
+/// Which failures best effort may pass over: only a namespace the kernel refused to
+/// create. Once `unshare(CLONE_NEWUSER)` has succeeded there is no way back, and a user
+/// namespace without id maps leaves the process as the overflow id with nothing
+/// reported: that is always an error.
+fn tolerated(error: &NamespaceError, best_effort: bool) -> bool {
+    best_effort && matches!(error, NamespaceError::Unshare { .. })
 }
 
 fn enter_user_namespace() -> Result<(), NamespaceError> {
@@ -44,4 +53,20 @@ fn enter_user_namespace() -> Result<(), NamespaceError> {
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{0} {0} 1\n", uids[1]))?;
     write("/proc/self/gid_map", format!("{0} {0} 1\n", gids[1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn best_effort_passes_over_a_refused_namespace_but_never_a_missing_id_map() {
+        let refused = || NamespaceError::Unshare { what: "user".into(), source: io::Error::from_raw_os_error(libc::EPERM) };
+        let unmapped = || NamespaceError::IdMap { file: "/proc/self/uid_map", source: io::Error::from_raw_os_error(libc::EPERM) };
+        assert!(tolerated(&refused(), true));
+        assert!(!tolerated(&refused(), false));
+        assert!(!tolerated(&unmapped(), true), "entered but unmapped is an error even with best effort");
+        assert!(!tolerated(&unmapped(), false));
+    }
 }
