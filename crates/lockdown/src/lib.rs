@@ -47,6 +47,7 @@
 //! asserting the exact errno or signal, as root and as an unprivileged user.
 #![deny(missing_docs)]
 
+pub mod bpf;
 pub mod command;
 pub mod errors;
 pub mod fdpass;
