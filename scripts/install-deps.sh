@@ -20,6 +20,8 @@ have_cmd unshare || need+=(util-linux)
 have_cmd ps || need+=(procps)
 # The bench's peers (bwrap rows) and the packages the attack corpus's calibration runs.
 have_cmd bwrap || need+=(bubblewrap)
+# Programs the attack corpus's calibration uses unsandboxed (download.file methods).
+have_cmd wget || need+=(wget)
 have_rpkg callr || need+=(r-cran-callr)
 have_rpkg processx || need+=(r-cran-processx)
 have_rpkg Matrix || need+=(r-cran-matrix)
