@@ -1,0 +1,52 @@
+//! Command-line options.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// rsandbox against its peers on this machine, every scenario interleaved.
+#[derive(Parser)]
+#[command(name = "rsandbox-bench")]
+pub struct Args {
+    /// Smoke run (about a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Results directory (default: bench/results of this tree).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Samples per system in the latency scenarios (default 40; quick 5).
+    #[arg(short = 'n')]
+    samples: Option<usize>,
+    /// Print where a fresh session's time and memory go, then exit (not written to results).
+    #[arg(long)]
+    pub probe: bool,
+}
+
+/// What a run does, derived from the options.
+pub struct Cfg {
+    pub quick: bool,
+    /// Samples per system in the latency scenarios.
+    pub n: usize,
+    /// Rounds of the throughput and memory scenarios.
+    pub rounds: usize,
+    /// Seconds per throughput measurement.
+    pub p3_secs: f64,
+    pub p4_counts: Vec<usize>,
+    pub out: PathBuf,
+    /// Where the R workers' stderr goes.
+    pub log: PathBuf,
+}
+
+impl Args {
+    pub fn cfg(&self) -> Cfg {
+        let quick = self.quick;
+        Cfg {
+            quick,
+            n: self.samples.unwrap_or(if quick { 5 } else { 40 }),
+            rounds: if quick { 1 } else { 3 },
+            p3_secs: if quick { 0.3 } else { 2.0 },
+            p4_counts: if quick { vec![1, 5] } else { vec![1, 10, 50] },
+            out: self.out.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")),
+            log: std::env::temp_dir().join(format!("rsandbox-bench-{}.log", std::process::id())),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The fronts as users reach them: `rsandbox serve --stdio` (what the R package, an
+//! MCP bridge or any program speaks) and the `rsandbox` command itself.
+//!
+//! S1 fresh evaluation through the protocol, S2 a session's execute and one tool round
+//! trip, S3 evaluations per second with requests in flight, C1 `rsandbox eval` end to
+//! end (through the per-user daemon) against `Rscript`; and the child's lockdown time
+//! as each sandbox measured it.
+
+use crate::cli::Cfg;
+use crate::measure::*;
+use crate::report::Report;
+use crate::scenarios::Peers;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One `rsandbox serve --stdio` process and its pipes.
+pub struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    /// `usage.lockdown_us` of every result seen.
+    pub lockdown_us: Vec<f64>,
+}
+
+impl StdioServer {
+    pub fn start(cli: &Path) -> StdioServer {
+        let mut child = Command::new(cli)
+            .args(["serve", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("rsandbox serve --stdio starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        StdioServer { child, stdin, stdout, next_id: 1, lockdown_us: Vec::new() }
+    }
+
+    /// Send a request (its `id` is set here); returns the id.
+    pub fn send(&mut self, mut request: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        request["id"] = json!(id);
+        let mut line = request.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).expect("server stdin");
+        self.stdin.flush().expect("server stdin");
+        id
+    }
+
+    /// The next line from the server.
+    pub fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(self.stdout.read_line(&mut line).expect("server stdout") > 0, "the server exited");
+        let v: Value = serde_json::from_str(&line).expect("a JSON line");
+        if let Some(us) = v["result"]["usage"]["lockdown_us"].as_f64() {
+            self.lockdown_us.push(us);
+        }
+        v
+    }
+
+    /// Send and wait for the response, answering tool calls with their argument.
+    pub fn call(&mut self, request: Value) -> Value {
+        let id = self.send(request);
+        loop {
+            let v = self.recv();
+            if v.get("event") == Some(&json!("tool_call")) {
+                let reply = json!({"op": "tool_result", "call": v["call"], "value": v["args"]["x"]});
+                let mut line = reply.to_string();
+                line.push('\n');
+                self.stdin.write_all(line.as_bytes()).expect("server stdin");
+                self.stdin.flush().expect("server stdin");
+                continue;
+            }
+            if v["id"] == json!(id) && v.get("event").is_none() {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn check(v: &Value) {
+    if v["result"]["outcome"] != "ok" {
+        eprintln!("rsandbox-bench: the server answered {v}");
+        std::process::exit(1);
+    }
+}
+
+fn timed(server: &mut StdioServer, request: Value) -> Vec<f64> {
+    let t = Instant::now();
+    let v = server.call(request);
+    let el = ms(t.elapsed());
+    check(&v);
+    vec![el]
+}
+
+/// S1: a fresh sandbox per evaluation, through the protocol, against Rscript.
+pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) {
+    println!("S1: fresh evaluation of 1+1 through `rsandbox serve --stdio`");
+    let mut server = StdioServer::start(cli);
+    check(&server.call(json!({"op": "eval", "code": "1+1"})));
+    let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
+        // Untimed: let the server fork this sample's replacement, so each request
+        // measures what it costs to find a waiting sandbox (S3 measures the sustained rate).
+        std::thread::sleep(Duration::from_millis(15));
+        timed(&mut server, json!({"op": "eval", "code": "1+1"}))
+    })];
+    match &peers.rscript {
+        Ok(()) => runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
+        Err(e) => report.skip("S1", "Rscript --vanilla", e),
+    }
+    interleave(report, "S1", "ms", cfg.n, runners);
+}
+
+/// S2: a session's execute and a tool round trip through the protocol.
+pub fn s2(cfg: &Cfg, report: &mut Report, cli: &Path) {
+    println!("S2: session execute and tool round trip through `rsandbox serve --stdio`");
+    let mut server = StdioServer::start(cli);
+    let created = server.call(json!({"op": "session.create", "tools": [{"name": "echo", "args": {"x": "any"}}]}));
+    let session = created["session"].as_str().expect("a session").to_string();
+    let exec = |code: &str| json!({"op": "session.execute", "session": session, "code": code});
+    check(&server.call(exec("echo(1)")));
+    let server = std::cell::RefCell::new(server);
+    let runners = vec![
+        runner("rsandbox stdio session.execute", true, || timed(&mut server.borrow_mut(), exec("1+1"))),
+        runner("rsandbox stdio session.execute echo(1) (tool)", false, || timed(&mut server.borrow_mut(), exec("echo(1)"))),
+        runner("rsandbox stdio session.execute identity(1) (no call)", false, || timed(&mut server.borrow_mut(), exec("identity(1)"))),
+    ];
+    interleave(report, "S2", "ms", cfg.n.max(20) + cfg.n / 2, runners);
+}
+
+/// S3: evaluations per second with `c` requests in flight on one server.
+pub fn s3(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64> {
+    let secs = cfg.p3_secs;
+    let mut lockdown = Vec::new();
+    for c in [2usize, 8] {
+        let scenario = format!("S3 c={c}");
+        println!("{scenario}: evaluations per second through `rsandbox serve --stdio`, {c} in flight, {secs:.1} s");
+        let mut server = StdioServer::start(cli);
+        check(&server.call(json!({"op": "eval", "code": "1+1"})));
+        let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
+            let t = Instant::now();
+            for _ in 0..c {
+                server.send(json!({"op": "eval", "code": "1+1"}));
+            }
+            let mut done = 0u64;
+            while t.elapsed().as_secs_f64() < secs {
+                let v = server.recv();
+                if v.get("event").is_none() {
+                    check(&v);
+                    done += 1;
+                    server.send(json!({"op": "eval", "code": "1+1"}));
+                }
+            }
+            let rate = done as f64 / t.elapsed().as_secs_f64();
+            for _ in 0..c {
+                while server.recv().get("event").is_some() {}
+            }
+            vec![rate]
+        })];
+        match &peers.rscript {
+            Ok(()) => runners.push(runner("Rscript --vanilla processes", false, || {
+                let t = Instant::now();
+                let done = std::sync::atomic::AtomicU64::new(0);
+                std::thread::scope(|s| {
+                    for _ in 0..c {
+                        s.spawn(|| {
+                            while t.elapsed().as_secs_f64() < secs {
+                                time_cmd(&["Rscript", "--vanilla", "-e", "1+1"]);
+                                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        });
+                    }
+                });
+                vec![done.into_inner() as f64 / t.elapsed().as_secs_f64()]
+            })),
+            Err(e) => report.skip(&scenario, "Rscript --vanilla processes", e),
+        }
+        interleave(report, &scenario, "evals/s", cfg.rounds, runners);
+        lockdown.append(&mut server.lockdown_us);
+    }
+    lockdown
+}
+
+/// C1: the `rsandbox eval` command end to end against `Rscript -e`, interleaved; the
+/// daemon (started by the untimed warm-up call) and the one-shot path.
+pub fn c1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path, runtime_dir: &Path) {
+    println!("C1: `rsandbox eval '1+1'` end to end");
+    let cli = cli.to_str().expect("a UTF-8 path").to_string();
+    let env = [("XDG_RUNTIME_DIR", runtime_dir.to_str().expect("a UTF-8 path"))];
+    let run = |args: &[&str]| {
+        let t = Instant::now();
+        let status = Command::new(&cli).args(args).envs(env).stdout(Stdio::null()).stderr(Stdio::null()).status().expect("rsandbox runs");
+        assert!(status.success(), "rsandbox {args:?}: {status}");
+        ms(t.elapsed())
+    };
+    // The first call starts the daemon; wait until it answers.
+    run(&["eval", "1+1"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(runtime_dir.join("rsandbox")).map_or(true, |d| !d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sock"))) {
+        assert!(Instant::now() < deadline, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut runners = vec![
+        runner("rsandbox eval (daemon)", true, || vec![run(&["eval", "1+1"])]),
+        runner("rsandbox eval --no-daemon (starts R)", false, || vec![run(&["eval", "--no-daemon", "1+1"])]),
+    ];
+    match &peers.rscript {
+        Ok(()) => runners.push(runner("Rscript --vanilla -e 1+1", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
+        Err(e) => report.skip("C1", "Rscript --vanilla -e 1+1", e),
+    }
+    interleave(report, "C1", "ms", cfg.n.max(12), runners);
+    Command::new(&cli).args(["daemon", "--stop"]).envs(env).stderr(Stdio::null()).status().ok();
+}

@@ -1,0 +1,241 @@
+//! Results: rows, statistics, the targets of issue 8, and the Markdown/JSON files.
+
+use crate::cli::Cfg;
+use serde_json::{json, Value};
+
+
+#[derive(Clone)]
+pub struct Row {
+    pub scenario: String,
+    pub system: String,
+    pub unit: &'static str,
+    pub samples: Vec<f64>,
+    /// Ratio is computed against this scenario's baseline row.
+    pub baseline: bool,
+    pub note: String,
+    pub skipped: Option<String>,
+}
+
+pub struct Stats {
+    pub n: usize,
+    pub median: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+pub fn stats(samples: &[f64]) -> Option<Stats> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = s.len();
+    let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
+    let rank = ((0.9 * n as f64).ceil() as usize).clamp(1, n);
+    Some(Stats { n, median, p90: s[rank - 1], max: s[n - 1] })
+}
+
+#[derive(Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub targets: Vec<(String, String, String)>,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn add(&mut self, scenario: &str, system: &str, unit: &'static str, samples: Vec<f64>, baseline: bool, note: impl Into<String>) {
+        self.rows.push(Row { scenario: scenario.into(), system: system.into(), unit, samples, baseline, note: note.into(), skipped: None });
+    }
+    pub fn skip(&mut self, scenario: &str, system: &str, why: &str) {
+        println!("  SKIP {scenario} / {system}: {why}");
+        self.rows.push(Row {
+            scenario: scenario.into(),
+            system: system.into(),
+            unit: "",
+            samples: vec![],
+            baseline: false,
+            note: String::new(),
+            skipped: Some(why.into()),
+        });
+    }
+    pub fn median_of(&self, scenario: &str, system: &str) -> Option<f64> {
+        self.rows.iter().find(|r| r.scenario == scenario && r.system == system).and_then(|r| stats(&r.samples)).map(|s| s.median)
+    }
+    pub fn baseline_median(&self, scenario: &str) -> Option<f64> {
+        self.rows.iter().find(|r| r.scenario == scenario && r.baseline).and_then(|r| stats(&r.samples)).map(|s| s.median)
+    }
+}
+
+pub fn fmt_num(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+
+pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
+    std::fs::create_dir_all(&cfg.out).expect("results directory");
+    let mut md = String::new();
+    md.push_str("# rsandbox benchmark results\n\n");
+    for (k, label) in [
+        ("date", "Date"),
+        ("kernel", "Kernel (`uname -r`)"),
+        ("r_version", "R"),
+        ("cpu", "CPU"),
+        ("cores", "Cores"),
+        ("mode", "Mode"),
+        ("command", "Command"),
+        ("duration_s", "Run time (s)"),
+    ] {
+        let v = &meta[k];
+        let v = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
+        md.push_str(&format!("- {label}: {v}\n"));
+    }
+    md.push_str("\nAll systems of a scenario ran interleaved (one sample of each in turn, after an untimed warm-up). ");
+    md.push_str("`ratio` = this row's median / the median of the scenario's first rsandbox row (marked *). ");
+    md.push_str("For evals/s higher is better; for everything else lower is better. ");
+    md.push_str("callr / mcparallel / r_session times are measured inside one warm R process (`Sys.time()` around each call).\n\n");
+    md.push_str("| scenario | system | n | unit | median | p90 | max | ratio vs rsandbox | note |\n");
+    md.push_str("|---|---|---:|---|---:|---:|---:|---:|---|\n");
+    let mut json_rows = vec![];
+    for r in &report.rows {
+        if let Some(why) = &r.skipped {
+            md.push_str(&format!("| {} | {} | 0 | | | | | | SKIPPED: {} |\n", r.scenario, r.system, why));
+            json_rows.push(json!({"scenario": r.scenario, "system": r.system, "skipped": why}));
+            continue;
+        }
+        let Some(s) = stats(&r.samples) else { continue };
+        let base = report.baseline_median(&r.scenario);
+        let ratio = base.filter(|b| *b > 0.0).map(|b| s.median / b);
+        let sys = if r.baseline { format!("{} *", r.system) } else { r.system.clone() };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.scenario,
+            sys,
+            s.n,
+            r.unit,
+            fmt_num(s.median),
+            fmt_num(s.p90),
+            fmt_num(s.max),
+            ratio.map(|x| format!("{x:.2}")).unwrap_or_default(),
+            r.note
+        ));
+        json_rows.push(json!({
+            "scenario": r.scenario, "system": r.system, "unit": r.unit, "n": s.n,
+            "median": s.median, "p90": s.p90, "max": s.max, "ratio_vs_rsandbox": ratio,
+            "baseline": r.baseline, "note": r.note, "samples": r.samples,
+        }));
+    }
+    md.push_str("\n## Targets (printed, not asserted)\n\n| target | measured | verdict |\n|---|---|---|\n");
+    for (t, m, v) in &report.targets {
+        md.push_str(&format!("| {t} | {m} | {v} |\n"));
+    }
+    if !report.notes.is_empty() {
+        md.push_str("\n## Notes\n\n");
+        for n in &report.notes {
+            md.push_str(&format!("- {n}\n"));
+        }
+    }
+    let targets: Vec<Value> = report.targets.iter().map(|(t, m, v)| json!({"target": t, "measured": m, "verdict": v})).collect();
+    let doc = json!({"meta": meta, "rows": json_rows, "targets": targets, "notes": report.notes});
+    std::fs::write(cfg.out.join("latest.md"), &md).expect("write latest.md");
+    std::fs::write(cfg.out.join("latest.json"), serde_json::to_string_pretty(&doc).unwrap()).expect("write latest.json");
+    println!("\n{md}");
+    println!("wrote {} and {}", cfg.out.join("latest.md").display(), cfg.out.join("latest.json").display());
+}
+
+pub fn verdict(measured: f64, target: f64, lower_is_better: bool, unit: &str) -> String {
+    let met = if lower_is_better { measured <= target } else { measured >= target };
+    if met {
+        "met".into()
+    } else if lower_is_better {
+        format!("MISSED by {} {unit} ({:.1}x the target)", fmt_num(measured - target), measured / target)
+    } else {
+        format!("MISSED by {} {unit} ({:.0}% of the target)", fmt_num(target - measured), 100.0 * measured / target)
+    }
+}
+
+pub fn targets(report: &mut Report) {
+    let mut t = vec![];
+    if let Some(m) = report.median_of("P1", "rsandbox Pool::eval (pre-forked)") {
+        t.push(("P1 p50 <= 1 ms with a pre-forked child (Pool::eval)".to_string(), format!("{} ms", fmt_num(m)), verdict(m, 1.0, true, "ms")));
+    }
+    if let (Some(tool), Some(plain)) = (
+        report.median_of("P2", "rsandbox Session::execute echo(1) (tool)"),
+        report.median_of("P2", "rsandbox Session::execute identity(1) (tool session, no call)"),
+    ) {
+        let d = tool - plain;
+        t.push((
+            "P2 tool round trip <= 0.3 ms over the evaluation itself".to_string(),
+            format!("{} ms (median echo(1) {} - median identity(1) {})", fmt_num(d), fmt_num(tool), fmt_num(plain)),
+            verdict(d, 0.3, true, "ms"),
+        ));
+    }
+    if let Some(m) = report.median_of("P2", "rsandbox Session::execute") {
+        t.push(("P2 warm session execute of 1+1 (context for the tool target)".to_string(), format!("{} ms", fmt_num(m)), "-".into()));
+    }
+    let best = [1, 2, 8, 32]
+        .iter()
+        .filter_map(|c| {
+            let sc = format!("P3 c={c}");
+            report.rows.iter().find(|r| r.scenario == sc && r.baseline).and_then(|r| stats(&r.samples)).map(|s| (*c, s.median))
+        })
+        .fold(None, |acc: Option<(usize, f64)>, x| if acc.is_none_or(|a| x.1 > a.1) { Some(x) } else { acc });
+    if let Some((c, m)) = best {
+        t.push(("P3 >= 400 evals/s on 2 cores (best concurrency)".to_string(), format!("{} evals/s at c={c}", fmt_num(m)), verdict(m, 400.0, false, "evals/s")));
+    }
+    if let (Some(m), Some(r)) = (report.median_of("S1", "rsandbox serve --stdio eval"), report.median_of("S1", "Rscript --vanilla")) {
+        t.push((
+            "S1 fresh eval 1+1 p50 <= 1 ms through serve --stdio".to_string(),
+            format!("{} ms ({:.0}x Rscript's {} ms; target >= 150x)", fmt_num(m), r / m, fmt_num(r)),
+            verdict(m, 1.0, true, "ms"),
+        ));
+    }
+    let best_stdio = [2, 8]
+        .iter()
+        .filter_map(|c| report.baseline_median(&format!("S3 c={c}")).map(|m| (*c, m)))
+        .fold(None, |acc: Option<(usize, f64)>, x| if acc.is_none_or(|a| x.1 > a.1) { Some(x) } else { acc });
+    if let Some((c, m)) = best_stdio {
+        t.push(("S3 >= 400 fresh evals/s on 2 cores through serve --stdio".to_string(), format!("{} evals/s at c={c}", fmt_num(m)), verdict(m, 400.0, false, "evals/s")));
+    }
+    if let Some(m) = report.median_of("S2", "rsandbox stdio session.execute") {
+        t.push(("S2 session execute(\"1+1\") p50 <= 0.3 ms through serve --stdio".to_string(), format!("{} ms", fmt_num(m)), verdict(m, 0.3, true, "ms")));
+    }
+    if let (Some(tool), Some(plain)) = (
+        report.median_of("S2", "rsandbox stdio session.execute echo(1) (tool)"),
+        report.median_of("S2", "rsandbox stdio session.execute identity(1) (no call)"),
+    ) {
+        let d = tool - plain;
+        t.push(("S2 one tool-call round trip <= 0.3 ms through serve --stdio".to_string(), format!("{} ms", fmt_num(d)), verdict(d, 0.3, true, "ms")));
+    }
+    if let (Some(ours), Some(r)) = (report.median_of("C1", "rsandbox eval (daemon)"), report.median_of("C1", "Rscript --vanilla -e 1+1")) {
+        t.push((
+            "C1 `rsandbox eval '1+1'` end to end <= half of Rscript's".to_string(),
+            format!("{} ms against {} ms ({:.2} of Rscript)", fmt_num(ours), fmt_num(r), ours / r),
+            verdict(ours, r / 2.0, true, "ms"),
+        ));
+    }
+    if let (Some(ours), Some(u)) = (
+        report.median_of("P6", "rsandbox exec -- /bin/true"),
+        report.median_of("P6", "unshare -Urnpf --mount-proc /bin/true"),
+    ) {
+        t.push(("P6 `rsandbox exec -- /bin/true` <= unshare -Urnpf --mount-proc".to_string(), format!("{} ms against {} ms", fmt_num(ours), fmt_num(u)), verdict(ours, u, true, "ms")));
+    }
+    if let Some(m) = report.baseline_median("L") {
+        t.push(("L child lockdown (namespaces through seccomp) <= 0.5 ms".to_string(), format!("{} us", fmt_num(m)), verdict(m, 500.0, true, "us")));
+    }
+    for k in [1, 10, 50] {
+        let sc = format!("P4 k={k}");
+        if let Some(m) = report.baseline_median(&sc) {
+            t.push((format!("P4 <= 5 MB PSS per idle session (k={k})"), format!("{} MB", fmt_num(m)), verdict(m, 5.0, true, "MB")));
+        }
+    }
+    report.targets = t;
+}
+
