@@ -106,7 +106,7 @@ fn timed(server: &mut StdioServer, request: Value) -> Vec<f64> {
 }
 
 /// S1: a fresh sandbox per evaluation, through the protocol, against Rscript.
-pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) {
+pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64> {
     println!("S1: fresh evaluation of 1+1 through `rsandbox serve --stdio`");
     let mut server = StdioServer::start(cli);
     check(&server.call(json!({"op": "eval", "code": "1+1"})));
@@ -121,6 +121,7 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) {
         Err(e) => report.skip("S1", "Rscript --vanilla", e),
     }
     interleave(report, "S1", "ms", cfg.n, runners);
+    std::mem::take(&mut server.lockdown_us)
 }
 
 /// S2: a session's execute and a tool round trip through the protocol.

@@ -125,10 +125,12 @@ fn main() {
     scenarios::p4(&cfg, &mut report, &peers);
     scenarios::p5(&cfg, &mut report, &peers);
     scenarios::p6(&cfg, &mut report, &peers, &cli);
-    fronts::s1(&cfg, &mut report, &peers, &cli);
+    let quiet_lockdown = fronts::s1(&cfg, &mut report, &peers, &cli);
     fronts::s2(&cfg, &mut report, &cli);
-    let lockdown_us = fronts::s3(&cfg, &mut report, &peers, &cli);
-    report.add("L", "child lockdown (namespaces through seccomp), as each sandbox measured it", "us", lockdown_us, true, "usage.lockdown_us of the S3 evaluations");
+    let busy_lockdown = fronts::s3(&cfg, &mut report, &peers, &cli);
+    let what = "child lockdown (namespaces through seccomp), as each sandbox measured it";
+    report.add("L", &format!("{what}: children of S1"), "us", quiet_lockdown, true, "forked one at a time between requests");
+    report.add("L", &format!("{what}: children of S3"), "us", busy_lockdown, false, "forked while 2 cores evaluate flat out");
     let runtime_dir = std::env::temp_dir().join(format!("rsandbox-bench-run-{}", std::process::id()));
     std::fs::create_dir_all(&runtime_dir).expect("a runtime dir");
     std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod the runtime dir");
