@@ -81,6 +81,8 @@ pub enum Decision {
     /// `errno` when any of `args` is non-zero (all 64 bits), else allow (calls that may
     /// act on the caller only).
     ErrnoIfNonZero { args: Vec<u32>, errno: i32 },
+    /// `errno` when `args[arg]`'s low 32 bits have any of `mask`'s bits, else allow.
+    ErrnoIfAnyBit { arg: u32, mask: u32, errno: i32 },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -200,6 +202,14 @@ pub fn build(rules: &[(u32, Decision)], default: u32, violation: u32) -> Result<
                 }
                 a.jump(allow);
             }
+            Decision::ErrnoIfAnyBit { arg, mask, errno } => {
+                let refuse = a.label();
+                a.load(arg_low(*arg));
+                a.jump_if(JSET_K, *mask, refuse);
+                a.jump(allow);
+                a.place(refuse);
+                a.ret(ret_errno(*errno));
+            }
             Decision::ErrnoIfNonZero { args, errno } => {
                 let refuse = a.label();
                 for i in args {
@@ -238,6 +248,21 @@ fn search(a: &mut Assembler, items: &[(u32, Label)], otherwise: Label) {
     search(a, low, otherwise);
     a.place(upper);
     search(a, high, otherwise);
+}
+
+/// Install `program` on the calling thread with `seccomp(SECCOMP_SET_MODE_FILTER, flags)`
+/// and return what the kernel returned (a listener fd with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`). Allocates nothing: a forked child may call it.
+/// The caller must have set `no_new_privs` unless it holds `CAP_SYS_ADMIN`.
+pub fn install(program: &[Insn], flags: libc::c_ulong) -> std::io::Result<i32> {
+    let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: `Insn` has the kernel's `sock_filter` layout (u16, u8, u8, u32, repr(C)),
+    // `prog` points at `len` of them, and the kernel copies the program during the call.
+    let rc = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &prog as *const libc::sock_fprog) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(rc as i32)
 }
 
 /// Run a program on (arch, nr, args), as the kernel would: for tests of the generator.

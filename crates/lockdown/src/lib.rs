@@ -116,12 +116,19 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     let identity = if as_root { policy.run_as } else { None };
     let workspace_quota = match &policy.workspace_quota {
         // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
-        Some(quota) if as_root || namespaces.contains(&"user") => {
-            let (uids, gids) = sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
-            let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
-            mounts::prepare_filesystem(policy, quota, owner)?;
-            Some(quota.bytes)
-        }
+        Some(quota) if as_root || namespaces.contains(&"user") => match mounts::enter_mount_namespace() {
+            Ok(()) => {
+                let (uids, gids) = sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
+                let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
+                // Once in the namespace, every failure is an error, best effort or not.
+                mounts::prepare_filesystem(policy, quota, owner)?;
+                Some(quota.bytes)
+            }
+            // Refused before anything changed (a container's seccomp profile): no quota
+            // and no private root, and `Applied` says so.
+            Err(_) if policy.best_effort => None,
+            Err(e) => return Err(e.into()),
+        },
         Some(_) if policy.best_effort => None,
         Some(_) => {
             return Err(errors::NamespaceError::Unshare {

@@ -27,10 +27,16 @@ fn c_path(path: &Path) -> Result<CString, NamespaceError> {
         .map_err(|_| NamespaceError::Unshare { what: "mount".into(), source: io::Error::other("NUL in path") })
 }
 
-/// Build the sandbox's filesystem: a quota'd tmpfs workspace, and with `private_root`
-/// a root that holds nothing the policy does not name. Ends in the workspace.
+/// A mount namespace of our own. Its failure is the one a caller may pass over with
+/// best effort: nothing has changed yet.
+pub fn enter_mount_namespace() -> Result<(), NamespaceError> {
+    sys::unshare(libc::CLONE_NEWNS).map_err(failed("mount"))
+}
+
+/// Build the sandbox's filesystem in the mount namespace [`enter_mount_namespace`] made:
+/// a quota'd tmpfs workspace, and with `private_root` a root that holds nothing the
+/// policy does not name. Ends in the workspace.
 pub fn prepare_filesystem(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
-    sys::unshare(libc::CLONE_NEWNS).map_err(failed("mount"))?;
     // Nothing mounted here may propagate back to the host's mount table.
     sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(failed("mount (make / private)"))?;
     if policy.private_root {

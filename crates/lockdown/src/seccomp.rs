@@ -276,20 +276,13 @@ impl SeccompFilters {
     }
 }
 
-/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, program)`; returns what the kernel returned
-/// (the listener fd with `SECCOMP_FILTER_FLAG_NEW_LISTENER`).
+/// Install `program` (after making sure `no_new_privs` is set); returns what the kernel
+/// returned (the listener fd with `SECCOMP_FILTER_FLAG_NEW_LISTENER`).
 fn install_program(program: &[Insn], flags: libc::c_ulong) -> Result<RawFd, SeccompError> {
     // The kernel requires it of an unprivileged caller; the privileges step has set it
     // already, and setting it again is harmless (it cannot be cleared).
     sys::set_no_new_privs().map_err(|e| SeccompError::Install(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}")))?;
-    let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
-    // SAFETY: `Insn` has the kernel's `sock_filter` layout (u16, u8, u8, u32, repr(C)),
-    // `prog` points at `len` of them, and the kernel copies the program during the call.
-    let rc = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &prog as *const libc::sock_fprog) };
-    if rc < 0 {
-        return Err(SeccompError::Install(format!("seccomp(SECCOMP_SET_MODE_FILTER): {}", std::io::Error::last_os_error())));
-    }
-    Ok(rc as RawFd)
+    bpf::install(program, flags).map_err(|e| SeccompError::Install(format!("seccomp(SECCOMP_SET_MODE_FILTER): {e}")))
 }
 
 /// One pending notification from a listener: (pid, system call number) and its id.

@@ -117,6 +117,8 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
 }
 
@@ -226,7 +228,7 @@ fn main() -> ExitCode {
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
-        Command::Check { json } => check(json),
+        Command::Check { json, engine } => check(json, &engine),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -326,24 +328,60 @@ fn serve(engine: &EngineArgs, prefork: Option<usize>) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn check(json: bool) -> anyhow::Result<u8> {
+/// What this machine offers, and what an evaluation with these options gets: a real
+/// sandbox is started and locked down, and its `layers` reported (a probe of the pieces
+/// alone said "possible" where every evaluation then failed).
+fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let probe = lockdown::probe();
-    let strict = probe.strict_policy_possible();
+    let evaluation = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })
+        .and_then(|e| e.eval("invisible(NULL)", &EvalOptions::default()));
+    let (layers, failure) = match evaluation {
+        Ok(r) if r.outcome == Outcome::Ok => (r.layers, None),
+        Ok(r) => (r.layers, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    // Strict: every layer, as the default policy asks for it.
+    let strict = layers.as_ref().is_some_and(|l| {
+        l.landlock == lockdown::LandlockEnforcement::Full
+            && l.seccomp
+            && l.private_root
+            && l.workspace_quota.is_some()
+            && ["net", "ipc", "uts"].iter().all(|n| l.namespaces.iter().any(|m| m == n))
+    });
     if json {
         let mut value = serde_json::to_value(&probe)?;
         value["strict_policy_possible"] = serde_json::Value::Bool(strict);
+        value["evaluation"] = match (&layers, &failure) {
+            (Some(l), None) => serde_json::json!({"runs": true, "layers": l}),
+            (_, why) => serde_json::json!({"runs": false, "error": why}),
+        };
         println!("{value}");
-        return Ok(if strict { 0 } else { 1 });
+        return Ok(if failure.is_none() { 0 } else { 1 });
     }
     let yes = |b: bool| if b { "yes" } else { "no" };
-    println!("landlock         kernel ABI {} (rsandbox needs {}): {}", probe.landlock_abi, probe.landlock_required_abi,
-        if probe.landlock_abi >= probe.landlock_required_abi { "applied" } else { "MISSING (refused unless --best-effort)" });
-    println!("seccomp          {}", if probe.seccomp { "applied" } else { "MISSING (refused unless --best-effort)" });
-    println!("namespaces       {}", if probe.namespaces { "applied (user when not root, net, ipc, uts, mount: private root, tmpfs workspace)" } else { "unavailable (other layers still hold)" });
-    println!("running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
-    println!("no_new_privs     applied");
-    println!("rlimits          applied (address space, CPU, file size, processes, open files, core 0)");
-    println!("cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used yet)" } else { "not writable (not used)" });
-    println!("strict policy    {}", if strict { "possible" } else { "NOT possible on this kernel" });
-    Ok(if strict { 0 } else { 1 })
+    println!("kernel offers");
+    println!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
+    println!("  seccomp          {}", yes(probe.seccomp));
+    println!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
+    println!("  running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
+    println!("  cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used yet)" } else { "not writable (not used)" });
+    match (&layers, &failure) {
+        (Some(l), None) => {
+            println!("an evaluation gets (a real sandbox was started and locked down)");
+            let namespaces = if l.namespaces.is_empty() { "none (no separate network stack; no socket can be created anyway)".to_string() } else { l.namespaces.join(", ") };
+            println!("  namespaces       {namespaces}");
+            println!("  private root     {}", if l.private_root { "yes: host paths do not exist inside" } else { "no: host paths are visible to stat, Landlock keeps them unreadable" });
+            println!("  disk quota       {}", l.workspace_quota.map_or("NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(), |b| format!("{} MiB tmpfs", b >> 20)));
+            println!("  identity         {}", l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid)));
+            println!("  landlock         {:?}", l.landlock);
+            println!("  seccomp          {}", yes(l.seccomp));
+            println!("  no_new_privs, rlimits, clean environment: yes");
+            println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
+            Ok(0)
+        }
+        (_, why) => {
+            println!("an evaluation FAILS here: {}", why.as_deref().unwrap_or("unknown"));
+            Ok(1)
+        }
+    }
 }

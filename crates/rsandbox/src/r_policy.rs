@@ -46,9 +46,15 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
         },
         run_as: workspace.identity(),
         namespaces: config.namespaces,
-        workspace_quota: options.disk.map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
+        // The quota is a tmpfs in a mount namespace of the sandbox's own; without
+        // namespaces (`--no-namespaces`, for containers that refuse them) the workspace
+        // is a plain private directory and the quota is not enforced (`layers` says so).
+        workspace_quota: options
+            .disk
+            .filter(|_| config.namespaces)
+            .map(|bytes| WorkspaceQuota { path: workspace.path().to_path_buf(), bytes }),
         // The private root rides on the quota's tmpfs (and mount namespace).
-        private_root: options.disk.is_some(),
+        private_root: options.disk.is_some() && config.namespaces,
         best_effort: config.best_effort,
         keep_fds_below: 3,
         violation_fd: None,

@@ -193,7 +193,7 @@ impl SandboxChild {
                 self.lockdown_us = lockdown_us;
                 applied
             }
-            Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(error)),
+            Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
         self.violations.take_listener().map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
@@ -556,6 +556,20 @@ impl SandboxChild {
         }
         result.tool_call_limit_exceeded = cap_exceeded;
         result
+    }
+}
+
+/// A lockdown failure, with what the operator can do about it when there is a choice.
+fn with_remedy(error: String) -> String {
+    let refused = |e: &str| e.contains("Operation not permitted") || e.contains("Permission denied");
+    if error.contains("failed to create namespaces") && refused(&error) {
+        format!(
+            "{error}. This environment refuses new namespaces (a container runtime's default seccomp \
+             profile does): run without them with --no-namespaces (EngineConfig::namespaces = false); \
+             every other layer still holds, and `rsandbox check --no-namespaces` shows what you get"
+        )
+    } else {
+        error
     }
 }
 
