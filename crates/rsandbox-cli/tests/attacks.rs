@@ -44,6 +44,19 @@ fn attack_corpus_as_user() {
     corpus(Mode::User);
 }
 
+/// Under a container runtime's default seccomp profile, with `--no-namespaces`: the
+/// layers that remain (Landlock, seccomp, rlimits, the uid drop as root) must hold every
+/// case, except where a case's header says what this mode cannot hold and why.
+#[test]
+fn attack_corpus_in_container_as_root() {
+    corpus(Mode::ContainerRoot);
+}
+
+#[test]
+fn attack_corpus_in_container_as_user() {
+    corpus(Mode::ContainerUser);
+}
+
 #[test]
 fn attack_corpus_calibration() {
     corpus(Mode::Calibration);

@@ -1,5 +1,6 @@
 # category: files
 # summary: stat() host files: existence, size, mode and mtime of secrets (Landlock does not cover stat)
+# container-loses: without a private root (no mount namespace) host paths are visible to stat (existence, size, mode, mtime); Landlock keeps their content unreadable
 # expect: outcome=ok
 # expect-stdout-contains: visible: 0 of 4
 # targets: secret:home, secret:etc, secret:tmp, secret:shm

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/container.rs"]
+mod container;
 use base64::Engine as _;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -130,7 +132,7 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("SLEEPER_PID", Some("proc:sleeper")),
 ];
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 22] = [
     "category",
     "summary",
     "args",
@@ -151,6 +153,8 @@ const KEYS: [&str; 20] = [
     "calibrate-timeout",
     "calibrate-net",
     "calibrate-pidns",
+    "container-expect",
+    "container-loses",
 ];
 /// Keys that may appear more than once.
 const REPEATABLE: [&str; 5] = [
@@ -170,6 +174,16 @@ const REPEATABLE: [&str; 5] = [
 pub enum Calibrate {
     Yes,
     No(String),
+}
+
+/// How a case fares in the namespace-less container rows, when not as on the host.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContainerRule {
+    /// Other outcomes (the case-specific checks are not made), and why.
+    Expect { outcomes: Vec<String>, reason: String },
+    /// A known loss of the mode: the case-specific checks are not made (secrets, host
+    /// files, listeners and processes still are), and the run lists it with the reason.
+    Loses(String),
 }
 
 /// One case file.
@@ -203,6 +217,8 @@ pub struct Case {
     /// Whether the calibration gets a private pid namespace (default: yes; `no` for
     /// cases that must see host processes, e.g. through /proc/<pid>/root).
     pub cal_pidns: bool,
+    /// What the namespace-less container rows expect instead, when they differ.
+    pub container: Option<ContainerRule>,
     /// The file's text (header included); placeholders not yet substituted.
     pub source: String,
     /// Placeholders used anywhere in the file.
@@ -365,6 +381,26 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         }
     }
 
+    let container = match (one("container-expect"), one("container-loses")) {
+        (Some(_), Some(_)) => return Err("container-expect and container-loses exclude each other".into()),
+        (Some(v), None) => {
+            let (outcomes, reason) = v
+                .split_once(" — ")
+                .ok_or_else(|| format!("container-expect must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
+            let outcomes: Vec<String> = outcomes
+                .strip_prefix("outcome=")
+                .ok_or_else(|| format!("container-expect must start with outcome=, got {v:?}"))?
+                .split('|')
+                .map(|o| o.trim().to_string())
+                .collect();
+            if let Some(bad) = outcomes.iter().find(|o| !OUTCOMES.iter().any(|(n, _)| n == o)) {
+                return Err(format!("unknown outcome {bad:?} in container-expect"));
+            }
+            Some(ContainerRule::Expect { outcomes, reason: reason.trim().to_string() })
+        }
+        (None, Some(reason)) => Some(ContainerRule::Loses(reason.to_string())),
+        (None, None) => None,
+    };
     let expect = required("expect")?;
     let outcomes: Vec<String> = expect
         .strip_prefix("outcome=")
@@ -509,6 +545,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_timeout,
         cal_net,
         cal_pidns,
+        container,
         source,
         placeholders,
     })
@@ -1065,6 +1102,11 @@ pub enum Mode {
     Root,
     /// The CLI as `rsandbox-attack`: each sandbox in its own user namespace.
     User,
+    /// As `Root`, under a container runtime's default seccomp profile (no namespaces, no
+    /// mounts), with `--no-namespaces`.
+    ContainerRoot,
+    /// As `User`, in the same emulated container.
+    ContainerUser,
     /// Unsandboxed `Rscript` as root in a pid (+net) namespace: does the attack work?
     Calibration,
 }
@@ -1074,12 +1116,26 @@ impl Mode {
         match self {
             Mode::Root => "root",
             Mode::User => "user",
+            Mode::ContainerRoot => "container-root",
+            Mode::ContainerUser => "container-user",
             Mode::Calibration => "calibration",
         }
     }
+    /// The CLI runs as the unprivileged attack user.
+    pub fn user(self) -> bool {
+        matches!(self, Mode::User | Mode::ContainerUser)
+    }
+    /// The CLI runs in the emulated default container.
+    pub fn container(self) -> bool {
+        matches!(self, Mode::ContainerRoot | Mode::ContainerUser)
+    }
+    /// Options the mode adds to every `rsandbox run`.
+    pub fn cli_flags(self) -> &'static [&'static str] {
+        if self.container() { &["--no-namespaces"] } else { &[] }
+    }
     fn owner(self) -> (u32, u32, PathBuf) {
         match self {
-            Mode::User => {
+            Mode::User | Mode::ContainerUser => {
                 let a = attack_user();
                 (a.uid, a.gid, PathBuf::from(a.home))
             }
@@ -1223,7 +1279,7 @@ impl Run {
         let resolv = run_dir.join("resolv.conf");
         fs::write(&resolv, "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n").unwrap();
 
-        let rtmp_before = if mode == Mode::User { rtmp_dirs_of(uid) } else { BTreeSet::new() };
+        let rtmp_before = if mode.user() { rtmp_dirs_of(uid) } else { BTreeSet::new() };
         let mut run = Run {
             mode,
             uid,
@@ -1253,7 +1309,7 @@ impl Run {
         run.victim = Some(run.start_victim(s));
         // The victim's zygote made its R temp dir before this snapshot... and its file
         // is planted now too.
-        if mode == Mode::User {
+        if mode.user() {
             run.rtmp_before = rtmp_dirs_of(uid);
         }
         let mut planted = BTreeMap::new();
@@ -1273,14 +1329,17 @@ impl Run {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("LANG", "C.UTF-8")
             .env("HOME", &self.home)
-            .env("USER", if self.mode == Mode::User { ATTACK_USER } else { "root" })
+            .env("USER", if self.mode.user() { ATTACK_USER } else { "root" })
             .env("RSANDBOX_ATTACK_TOKEN", &self.token)
             .env("AWS_SECRET_ACCESS_KEY", &self.token)
             .env("RSANDBOX_ZYGOTE", zygote_link)
             // Every case must leave nothing running, so no per-user daemon.
             .env("RSANDBOX_NO_DAEMON", "1");
-        if self.mode == Mode::User {
+        if self.mode.user() {
             as_user(&mut c);
+        }
+        if self.mode.container() {
+            container::in_container_default(&mut c);
         }
         c
     }
@@ -1306,7 +1365,7 @@ impl Run {
         if self.mode == Mode::Calibration {
             c.env("USER", "root");
         }
-        c.args(["run", "--json", "--timeout", "3600"]).arg(&file);
+        c.args(["run", "--json", "--timeout", "3600"]).args(self.mode.cli_flags()).arg(&file);
         c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         c.process_group(0);
         let mut child = c.spawn().expect("start the victim sandbox");
@@ -1410,11 +1469,11 @@ impl Run {
             .into_iter()
             .filter(|p| !(p.zombie() && p.ppid == 1))
             .filter(|p| match self.mode {
-                Mode::Root => {
+                Mode::Root | Mode::ContainerRoot => {
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
                         && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
                 }
-                Mode::User => p.uids.contains(&self.uid),
+                Mode::User | Mode::ContainerUser => p.uids.contains(&self.uid),
                 Mode::Calibration => false,
             })
             .collect();
@@ -1429,7 +1488,7 @@ impl Run {
                 unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
             }
         }
-        if self.mode == Mode::User {
+        if self.mode.user() {
             let after = rtmp_dirs_of(self.uid);
             let new: Vec<&PathBuf> = after.difference(&self.rtmp_before).collect();
             if !new.is_empty() {
@@ -1542,7 +1601,7 @@ impl CaseHost {
         let sleeper = case.targets.contains("proc:sleeper").then(|| {
             let mut c = Command::new("/bin/sleep");
             c.arg("600").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
-            if run.mode == Mode::User {
+            if run.mode.user() {
                 as_user(&mut c);
             }
             c.spawn().expect("start the sleeper")
@@ -1858,7 +1917,7 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
     let subst = |v: &Vec<String>| v.iter().map(|x| host.substitute(x)).collect::<Vec<_>>();
 
     let mut cmd = run.cli_command(s, &zygote_link);
-    cmd.arg("run").arg(&file).arg("--json").args(case.args.iter().map(|a| host.substitute(a)));
+    cmd.arg("run").arg(&file).arg("--json").args(run.mode.cli_flags()).args(case.args.iter().map(|a| host.substitute(a)));
     let dirs_before = all_engine_dirs();
     let out = run_collect(cmd, CALL_LIMIT);
 
@@ -1884,14 +1943,26 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         }
         Some(j) => {
             let outcome = j["outcome"].as_str().unwrap_or("?").to_string();
-            got = match j["violation"]["syscall"].as_str() {
+            let rule = case.container.as_ref().filter(|_| run.mode.container());
+            let shown = match j["violation"]["syscall"].as_str() {
                 Some(sc) => format!("{outcome}({sc})"),
                 None => outcome.clone(),
             };
-            if !case.outcomes.contains(&outcome) {
+            got = match rule {
+                Some(ContainerRule::Loses(reason)) => format!("{shown} [loses: {}]", clip(reason, 50)),
+                _ => shown,
+            };
+            // The container rows: other outcomes, or a known loss of the mode.
+            let specific = rule.is_none();
+            let accepted = match rule {
+                Some(ContainerRule::Expect { outcomes, .. }) => Some(outcomes.clone()),
+                Some(ContainerRule::Loses(_)) => None,
+                None => Some(case.outcomes.clone()),
+            };
+            if accepted.as_ref().is_some_and(|a| !a.contains(&outcome)) {
                 failures.push(format!(
                     "outcome {outcome}, expected {}; error {}; stdout {:?}",
-                    case.outcomes.join("|"),
+                    accepted.unwrap_or_default().join("|"),
                     j["error"],
                     clip(j["stdout"].as_str().unwrap_or(""), 300)
                 ));
@@ -1901,7 +1972,7 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
             if !syntax && out.code != expected_code {
                 failures.push(format!("exit status {:?} does not match outcome {outcome} ({expected_code:?})", out.code));
             }
-            if let Some(allowed) = &case.violation {
+            if let Some(allowed) = case.violation.as_ref().filter(|_| specific) {
                 if outcome == "violation" {
                     let sc = j["violation"]["syscall"].as_str().unwrap_or("");
                     if !allowed.iter().any(|a| a == sc) {
@@ -1910,34 +1981,34 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                 }
             }
             let jstdout = j["stdout"].as_str().unwrap_or("");
-            if let Some(exact) = &case.stdout_exact {
+            if let Some(exact) = case.stdout_exact.as_ref().filter(|_| specific) {
                 let exact = host.substitute(exact);
                 if jstdout != exact {
                     failures.push(format!("stdout {:?}, expected exactly {:?}", clip(jstdout, 400), exact));
                 }
             }
-            for c in subst(&case.stdout_contains) {
+            for c in subst(&case.stdout_contains).into_iter().filter(|_| specific) {
                 if !jstdout.contains(&c) {
                     failures.push(format!("stdout lacks {c:?}: {:?}", clip(jstdout, 400)));
                 }
             }
-            for c in subst(&case.stdout_not) {
+            for c in subst(&case.stdout_not).into_iter().filter(|_| specific) {
                 if jstdout.contains(&c) {
                     failures.push(format!("stdout contains {c:?}: {:?}", clip(jstdout, 400)));
                 }
             }
             let emsg = j["error"]["message"].as_str().unwrap_or("");
-            for c in subst(&case.error_contains) {
+            for c in subst(&case.error_contains).into_iter().filter(|_| specific) {
                 if !emsg.contains(&c) {
                     failures.push(format!("error message {emsg:?} lacks {c:?}"));
                 }
             }
-            if let Some(v) = &case.value {
+            if let Some(v) = case.value.as_ref().filter(|_| specific) {
                 if !json_close(v, &j["value"]) {
                     failures.push(format!("value {}, expected {}", clip(&j["value"].to_string(), 400), v));
                 }
             }
-            if let Some(n) = case.plots {
+            if let Some(n) = case.plots.filter(|_| specific) {
                 let plots = j["plots"].as_array().cloned().unwrap_or_default();
                 if plots.len() != n {
                     failures.push(format!("{} plot(s), expected {n}", plots.len()));
