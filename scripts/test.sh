@@ -8,3 +8,5 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # The CLI tests run the real binaries, zygote included: build them first.
 cargo build --workspace --quiet
 cargo test --workspace -- --test-threads=2
+# The R package, over the binary just built.
+scripts/test-r.sh

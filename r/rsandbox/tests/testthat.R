@@ -1,0 +1,3 @@
+library(testthat)
+library(rsandbox)
+test_check("rsandbox")

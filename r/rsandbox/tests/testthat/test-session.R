@@ -1,0 +1,116 @@
+test_that("a session keeps state and calls host tools of every argument type", {
+  skip_without_engine()
+  seen <- NULL
+  tools <- list(
+    sandbox_tool("add", function(a, b) a + b, "adds", list(a = "numeric", b = "numeric")),
+    sandbox_tool("shout", function(s) toupper(s), "upper case", list(s = "character")),
+    sandbox_tool("count", function(n) n + 1L, "next integer", list(n = "integer")),
+    sandbox_tool("negate", function(b) !b, "not", list(b = "logical")),
+    sandbox_tool("keys", function(l) names(l), "names of a list", list(l = "list")),
+    sandbox_tool("rows", function(d) { seen <<- d; nrow(d) }, "rows of a data frame", list(d = "data_frame"))
+  )
+  s <- sandbox_session(tools = tools)
+  on.exit(s$close())
+  s$execute("x <- 10")
+  expect_equal(as.numeric(s$execute("add(x, 5)")), 15)
+  expect_equal(as.character(s$execute("shout('hi')")), "HI")
+  expect_equal(as.integer(s$execute("count(41L)")), 42L)
+  expect_false(as.logical(s$execute("negate(TRUE)")))
+  expect_equal(as.character(s$execute("keys(list(p = 1, q = 2))")), c("p", "q"))
+  expect_equal(as.integer(s$execute("rows(data.frame(u = 1:3))")), 3L)
+  expect_s3_class(seen, "data.frame")
+})
+
+test_that("a tool that errors gives an R error inside and the session survives", {
+  skip_without_engine()
+  s <- sandbox_session(tools = list(sandbox_tool("fails", function() stop("tool broke"))))
+  on.exit(s$close())
+  s$execute("k <- 1")
+  e <- tryCatch(s$execute("fails()"), rsandbox_error = function(e) e)
+  expect_s3_class(e, "rsandbox_eval_error")
+  expect_match(conditionMessage(e), "tool broke")
+  expect_true(e$state_kept)
+  expect_equal(as.numeric(s$execute("k")), 1)
+})
+
+test_that("securer-style tool objects are accepted as they are", {
+  skip_without_engine()
+  securer_like <- structure(list(name = "twice", fn = function(x) 2 * x, description = "doubles",
+                                 args = list(x = "numeric")), class = "securer_tool")
+  s <- sandbox_session(tools = list(securer_like))
+  on.exit(s$close())
+  expect_equal(as.numeric(s$execute("twice(21)")), 42)
+})
+
+test_that("output streams to the handler while the code runs", {
+  skip_without_engine()
+  s <- sandbox_session()
+  on.exit(s$close())
+  got <- character()
+  s$execute("cat('a\\n'); message('m')", output_handler = function(text, stream) got <<- c(got, paste0(stream, ":", text)))
+  expect_true("stdout:a\n" %in% got)
+  expect_true("message:m\n" %in% got)
+})
+
+test_that("files in and out, a listing, a snapshot restored elsewhere", {
+  skip_without_engine()
+  s <- sandbox_session()
+  on.exit(s$close())
+  f <- tempfile()
+  writeLines("hello", f)
+  s$put_file("in/h.txt", f)
+  s$execute("writeLines(toupper(readLines('in/h.txt')), 'out.txt'); v <- 7")
+  out <- tempfile()
+  s$get_file("out.txt", out)
+  expect_equal(readLines(out), "HELLO")
+  expect_true(all(c("in/h.txt", "out.txt") %in% s$list_files()$path))
+  e <- tryCatch(s$get_file("../../etc/passwd", tempfile()), rsandbox_error = function(e) e)
+  expect_s3_class(e, "rsandbox_input_error")
+  snap <- s$snapshot()
+  expect_s3_class(snap, "rsandbox_snapshot")
+  t <- sandbox_session(restore = snap)
+  on.exit(t$close(), add = TRUE)
+  expect_equal(as.numeric(t$execute("v * 6")), 42)
+})
+
+test_that("a timeout in R code keeps the session; restart and close work", {
+  skip_without_engine()
+  s <- sandbox_session()
+  s$execute("keep <- 'yes'")
+  e <- tryCatch(s$execute("Sys.sleep(30)", timeout = 0.5), rsandbox_error = function(e) e)
+  expect_s3_class(e, "rsandbox_timeout")
+  expect_true(e$state_kept)
+  expect_equal(as.character(s$execute("keep")), "yes")
+  s$restart()
+  expect_false(as.logical(s$execute("exists('keep')")))
+  expect_true(s$is_alive())
+  s$close()
+  expect_false(s$is_alive())
+})
+
+test_that("a dead server process is restarted for the next evaluation", {
+  skip_without_engine()
+  expect_equal(as.numeric(rsandbox_eval("1")), 1)
+  server <- rsandbox:::default_server()
+  server$process$kill()
+  server$process$wait(2000)
+  expect_equal(as.numeric(rsandbox_eval("2")), 2)
+})
+
+test_that("a pool evaluates concurrently and resets between uses", {
+  skip_without_engine()
+  marks <- character()
+  p <- sandbox_pool(size = 2, tools = list(sandbox_tool("mark", function(what) { marks <<- c(marks, what); TRUE },
+                                                        args = list(what = "character"))))
+  on.exit(p$close())
+  results <- p$execute_all(c("mark('start'); Sys.sleep(1); mark('end'); 1",
+                             "mark('start'); Sys.sleep(1); mark('end'); 2", "stop('third')"))
+  # Both started before either ended: they ran at the same time.
+  expect_equal(marks, c("start", "start", "end", "end"))
+  expect_equal(as.numeric(results[[1]]), 1)
+  expect_equal(as.numeric(results[[2]]), 2)
+  expect_s3_class(results[[3]], "rsandbox_eval_error")
+  expect_equal(as.numeric(p$execute("exists('x'); 5")), 5)
+  expect_equal(p$status()$size, 2)
+  expect_equal(p$status()$busy, 0)
+})

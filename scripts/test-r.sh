@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The R package (r/rsandbox): build it and run `R CMD check`, which runs its testthat
+# suite against this tree's rsandbox binary. Fails on any ERROR or WARNING (a NOTE for
+# the optional ellmer package, which Debian does not ship, is expected).
+# Needs `cargo build` first and the R packages scripts/install-deps.sh installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$PWD/target/debug/rsandbox"
+[ -x "$bin" ] || bin="$PWD/target/release/rsandbox"
+[ -x "$bin" ] || { echo "test-r: build rsandbox first (cargo build)" >&2; exit 1; }
+export RSANDBOX_BIN="$bin"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+R CMD build --no-build-vignettes "$OLDPWD/r/rsandbox" >build.log 2>&1 || { cat build.log; exit 1; }
+status=0
+_R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual rsandbox_*.tar.gz >check.log 2>&1 || status=$?
+grep -E "^\* checking|^Status|ERROR|WARNING|NOTE" check.log | grep -vE " \.\.\. OK$" || true
+if [ $status -ne 0 ] || ! grep -qE "^Status: (OK|[0-9]+ NOTEs?)$" check.log; then
+  echo "test-r: R CMD check failed" >&2
+  cat rsandbox.Rcheck/tests/testthat.Rout.fail 2>/dev/null || true
+  exit 1
+fi
+echo "test-r: R CMD check passed"
