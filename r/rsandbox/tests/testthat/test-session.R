@@ -114,3 +114,20 @@ test_that("a pool evaluates concurrently and resets between uses", {
   expect_equal(p$status()$size, 2)
   expect_equal(p$status()$busy, 0)
 })
+
+test_that("an interrupt stops the running code and keeps the session", {
+  skip_without_engine()
+  s <- sandbox_session()
+  on.exit(s$close())
+  s$execute("kept <- 99")
+  # R is single-threaded: interrupt from a callback that runs during the execute.
+  e <- tryCatch(
+    s$execute("cat('started\\n'); repeat {}", output_handler = function(text, stream) {
+      if (grepl("started", text)) s$interrupt()
+    }),
+    rsandbox_error = function(e) e
+  )
+  expect_s3_class(e, "rsandbox_interrupted")
+  expect_true(e$state_kept)
+  expect_equal(as.numeric(s$execute("kept")), 99)
+})
