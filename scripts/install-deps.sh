@@ -30,6 +30,10 @@ have_rpkg data.table || need+=(r-cran-data.table)
 have_rpkg R6 || need+=(r-cran-r6)
 have_rpkg jsonlite || need+=(r-cran-jsonlite)
 have_rpkg testthat || need+=(r-cran-testthat)
+# Its vignette.
+have_rpkg knitr || need+=(r-cran-knitr)
+have_rpkg rmarkdown || need+=(r-cran-rmarkdown)
+have_cmd pandoc || need+=(pandoc)
 
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -12,7 +12,7 @@ export RSANDBOX_BIN="$bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-R CMD build --no-build-vignettes "$OLDPWD/r/rsandbox" >build.log 2>&1 || { cat build.log; exit 1; }
+R CMD build "$OLDPWD/r/rsandbox" >build.log 2>&1 || { cat build.log; exit 1; }
 status=0
 _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual rsandbox_*.tar.gz >check.log 2>&1 || status=$?
 grep -E "^\* checking|^Status|ERROR|WARNING|NOTE" check.log | grep -vE " \.\.\. OK$" || true

@@ -76,3 +76,10 @@ test_that("the binary is found or an error names every place looked at", {
   expect_s3_class(e, "rsandbox_setup_error")
   for (place in c("options(rsandbox.binary", "RSANDBOX_BIN", "RSANDBOX_REPO", "PATH")) expect_match(conditionMessage(e), place, fixed = TRUE)
 })
+
+test_that("as_ellmer_tool says what it needs when ellmer is not installed", {
+  skip_if(requireNamespace("ellmer", quietly = TRUE), "ellmer is installed: its tool is built instead")
+  e <- tryCatch(as_ellmer_tool(NULL), rsandbox_error = function(e) e)
+  expect_s3_class(e, "rsandbox_setup_error")
+  expect_match(conditionMessage(e), "ellmer")
+})
