@@ -30,6 +30,8 @@ have_rpkg data.table || need+=(r-cran-data.table)
 have_rpkg R6 || need+=(r-cran-r6)
 have_rpkg jsonlite || need+=(r-cran-jsonlite)
 have_rpkg testthat || need+=(r-cran-testthat)
+# The MCP tests' client: Python's venv (the official MCP SDK goes into one, below).
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # Its vignette.
 have_rpkg knitr || need+=(r-cran-knitr)
 have_rpkg rmarkdown || need+=(r-cran-rmarkdown)
@@ -42,6 +44,15 @@ if [ ${#need[@]} -gt 0 ]; then
   # Deduplicated; recommends off, so only what is named (and its dependencies) comes.
   mapfile -t unique < <(printf '%s\n' "${need[@]}" | sort -u)
   $SUDO apt-get install -y -qq --no-install-recommends "${unique[@]}" >/dev/null
+fi
+
+# The official MCP Python SDK, pinned, in a venv of the project's (the MCP server's tests
+# drive `rsandbox mcp` with it).
+mcp_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/mcp-venv"
+mcp_version=2.3.0
+if ! "$mcp_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" >/dev/null 2>&1; then
+  python3 -m venv "$mcp_venv"
+  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
 fi
 
 if ! have_cmd cargo; then

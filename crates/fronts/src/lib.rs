@@ -5,9 +5,12 @@
 //!
 //! * [`stdio`]: newline-delimited JSON on stdin/stdout (`rsandbox serve --stdio`,
 //!   `docs/protocol.md`), the protocol the R package speaks;
+//! * [`mcp`] (feature `mcp`): a Model Context Protocol server for AI agents;
 //! * [`lint`] (feature `lint`): the advisory tree-sitter lint.
 #![deny(missing_docs)]
 
 #[cfg(feature = "lint")]
 pub mod lint;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod stdio;

@@ -100,6 +100,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A Model Context Protocol server on stdin/stdout: AI agents run R through its
+    /// tools (run_r, new_session, close_session, reset_session).
+    Mcp {
+        /// Children kept forked and locked down ahead of requests (default: one per core).
+        #[arg(long)]
+        prefork: Option<usize>,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
     /// The per-user daemon that `eval` and `run` reuse (started by them on first use;
     /// it exits after `RSANDBOX_DAEMON_IDLE` seconds without requests, default 600).
     Daemon {
@@ -225,6 +234,7 @@ fn main() -> ExitCode {
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
         Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
         Command::Lint { file, json } => lint(read_source(&file), json),
+        Command::Mcp { prefork, engine } => mcp(&engine, prefork),
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
@@ -318,6 +328,13 @@ fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
             println!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
         }
     }
+    Ok(0)
+}
+
+fn mcp(engine: &EngineArgs, prefork: Option<usize>) -> anyhow::Result<u8> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
+    fronts::mcp::serve_stdio(engine).map_err(anyhow::Error::msg)?;
     Ok(0)
 }
 
