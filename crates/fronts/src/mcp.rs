@@ -54,11 +54,14 @@ pub struct SessionHandle {
     pub session: String,
 }
 
+/// Open sessions by handle, with the limits each was created with (for a reset).
+type Sessions = Arc<Mutex<HashMap<String, (Arc<Session>, EvalOptions)>>>;
+
 /// The MCP server: one engine, the sessions of this server, and this connection's own.
 #[derive(Clone)]
 pub struct McpServer {
     engine: Engine,
-    sessions: Arc<Mutex<HashMap<String, (Arc<Session>, EvalOptions)>>>,
+    sessions: Sessions,
     connection_session: Arc<Mutex<Option<String>>>,
 }
 
