@@ -47,6 +47,33 @@ pub struct NewSession {
     pub cpu_s: Option<u64>,
 }
 
+/// A file in a session's workspace.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct FilePath {
+    /// The session handle (omit for this connection's session).
+    pub session: Option<String>,
+    /// Relative to the session's working directory; no "..", no absolute paths.
+    pub path: String,
+}
+
+/// A text file to write into a session's workspace.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct WriteFile {
+    /// The session handle (omit for this connection's session).
+    pub session: Option<String>,
+    /// Relative to the session's working directory; no "..", no absolute paths.
+    pub path: String,
+    /// The file's content.
+    pub text: String,
+}
+
+/// An optional session handle.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct MaybeSession {
+    /// The session handle (omit for this connection's session).
+    pub session: Option<String>,
+}
+
 /// A session handle.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SessionHandle {
@@ -80,7 +107,7 @@ impl McpServer {
         }
     }
 
-    #[tool(description = "Run R code in a persistent, isolated R session and see what an R console would show: \
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Run R code in a persistent, isolated R session and see what an R console would show: \
         printed output, messages, warnings, the error with its call, and each plot as a PNG image. \
         Variables and loaded packages persist between calls. Without `session`, this connection's own \
         session is used (created on first use). The sandbox has no network, cannot run programs \
@@ -93,7 +120,7 @@ impl McpServer {
         tokio::task::spawn_blocking(move || this.run_r_blocking(args)).await.map_err(internal)?
     }
 
-    #[tool(description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
         Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). At most 32 sessions at once.")]
     async fn new_session(&self, Parameters(args): Parameters<NewSession>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
@@ -119,7 +146,7 @@ impl McpServer {
         .map_err(internal)?
     }
 
-    #[tool(description = "Close an R session (its variables and files are gone).")]
+    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Close an R session (its variables and files are gone).")]
     async fn close_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
         let removed = self.sessions.lock().expect("sessions").remove(&args.session);
         Ok(match removed {
@@ -128,7 +155,87 @@ impl McpServer {
         })
     }
 
-    #[tool(description = "Reset an R session to a fresh, empty R (same handle, same limits).")]
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Interrupt the code \
+        running in a session, as Ctrl-C would: that run_r call returns \"interrupted\" and the session keeps its \
+        variables (code stuck in native code for 2 s more is stopped and the session reset).")]
+    async fn interrupt(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
+        let session = match self.session_for(args.session) {
+            Ok(s) => s,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
+        let sent = session.interrupt();
+        Ok(CallToolResult::success(vec![Content::text(if sent { "interrupt sent" } else { "nothing was running" })]))
+    }
+
+    #[tool(annotations(read_only_hint = true, open_world_hint = false), description = "List the files in a session's \
+        working directory (path and size in bytes).")]
+    async fn list_files(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let listed = this.session_for(args.session).and_then(|s| s.list_files().map_err(|e| e.to_string()));
+            Ok(match listed {
+                Ok((files, truncated)) => {
+                    let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
+                    if truncated {
+                        text.push_str("[more files than a listing shows]\n");
+                    }
+                    if files.is_empty() {
+                        text.push_str("(no files)");
+                    }
+                    let mut result = CallToolResult::success(vec![Content::text(text)]);
+                    result.structured_content = Some(json!({"files": files, "truncated": truncated}));
+                    result
+                }
+                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+            })
+        })
+        .await
+        .map_err(internal)?
+    }
+
+    #[tool(annotations(read_only_hint = true, open_world_hint = false), description = "Read a file from a session's \
+        working directory: text (at most 20000 characters shown), or base64 when it is not UTF-8.")]
+    async fn read_file(&self, Parameters(args): Parameters<FilePath>) -> Result<CallToolResult, ErrorData> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let read = this.session_for(args.session).and_then(|s| s.get_file(&args.path).map_err(|e| e.to_string()));
+            Ok(match read {
+                Ok(file) => {
+                    use base64::Engine as _;
+                    let bytes = base64::engine::general_purpose::STANDARD.decode(&file.data_base64).unwrap_or_default();
+                    let text = match String::from_utf8(bytes) {
+                        Ok(t) if t.chars().count() > MAX_TEXT => {
+                            let shown: String = t.chars().take(MAX_TEXT).collect();
+                            format!("{shown}\n[cut: {MAX_TEXT} of {} characters shown]", t.chars().count())
+                        }
+                        Ok(t) => t,
+                        Err(_) => format!("(binary, {} bytes, base64)\n{}", file.size, file.data_base64),
+                    };
+                    CallToolResult::success(vec![Content::text(text)])
+                }
+                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+            })
+        })
+        .await
+        .map_err(internal)?
+    }
+
+    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Write a \
+        text file into a session's working directory (parent directories are created; an existing file is replaced).")]
+    async fn write_file(&self, Parameters(args): Parameters<WriteFile>) -> Result<CallToolResult, ErrorData> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let written = this.session_for(args.session).and_then(|s| s.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
+            Ok(match written {
+                Ok(size) => CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))]),
+                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+            })
+        })
+        .await
+        .map_err(internal)?
+    }
+
+    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Reset an R session to a fresh, empty R (same handle, same limits).")]
     async fn reset_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -160,6 +267,24 @@ impl McpServer {
         Ok(id)
     }
 
+    /// The session a call names, or this connection's own (created on first use).
+    fn session_for(&self, handle: Option<String>) -> Result<Arc<Session>, String> {
+        let handle = match handle {
+            Some(h) => h,
+            None => {
+                let mut own = self.connection_session.lock().expect("connection session");
+                match own.as_ref().filter(|h| self.sessions.lock().expect("sessions").contains_key(*h)) {
+                    Some(h) => h.clone(),
+                    None => own.insert(self.open_session(EvalOptions::default())?).clone(),
+                }
+            }
+        };
+        match self.sessions.lock().expect("sessions").get(&handle) {
+            Some((session, _)) => Ok(session.clone()),
+            None => Err(format!("no session {handle:?} (it was closed, or never existed: new_session gives a handle)")),
+        }
+    }
+
     fn run_r_blocking(&self, args: RunR) -> Result<CallToolResult, ErrorData> {
         let timeout = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
         if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_TIMEOUT_S) {
@@ -167,23 +292,9 @@ impl McpServer {
                 "timeout_s must be above 0 and at most {MAX_TIMEOUT_S}"
             ))]));
         }
-        let handle = match args.session {
-            Some(h) => h,
-            None => {
-                let mut own = self.connection_session.lock().expect("connection session");
-                match own.as_ref().filter(|h| self.sessions.lock().expect("sessions").contains_key(*h)) {
-                    Some(h) => h.clone(),
-                    None => match self.open_session(EvalOptions::default()) {
-                        Ok(h) => own.insert(h).clone(),
-                        Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
-                    },
-                }
-            }
-        };
-        let Some((session, _)) = self.sessions.lock().expect("sessions").get(&handle).cloned() else {
-            return Ok(CallToolResult::error(vec![Content::text(format!(
-                "no session {handle:?} (it was closed, or never existed: new_session gives a handle)"
-            ))]));
+        let session = match self.session_for(args.session) {
+            Ok(s) => s,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
         };
         let options = ExecuteOptions { timeout: Duration::from_secs_f64(timeout), ..ExecuteOptions::default() };
         match session.execute(&args.code, &options) {

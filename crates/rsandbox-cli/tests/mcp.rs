@@ -28,5 +28,5 @@ fn an_mcp_client_runs_r_through_every_tool() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
     assert!(out.status.success(), "the MCP client failed:\n{stdout}\n{stderr}");
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 8, "every check ran:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
 }

@@ -23,7 +23,10 @@ async def main(binary):
             assert info.instructions and "R code" in info.instructions, info
 
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {"run_r", "new_session", "close_session", "reset_session"}, tools.keys()
+            assert set(tools) == {"run_r", "new_session", "close_session", "reset_session", "interrupt",
+                                  "list_files", "read_file", "write_file"}, tools.keys()
+            assert tools["run_r"].annotations.read_only_hint is False and tools["run_r"].annotations.open_world_hint is False
+            assert tools["read_file"].annotations.read_only_hint is True
             schema = tools["run_r"].input_schema
             assert schema["required"] == ["code"], schema
             assert "no network" in tools["run_r"].description, "limits stated for the model"
@@ -84,10 +87,40 @@ async def main(binary):
             assert len(r.structured_content["stdout"]) == 50000
             print("ok long output cut with a note")
 
+            # An interrupt from a second, concurrent call keeps the session's state (the
+            # violation above reset this session: set x again first).
+            await session.call_tool("run_r", {"code": "x <- 41"})
+            async def interrupt_later():
+                await asyncio.sleep(0.7)
+                return await session.call_tool("interrupt", {})
+            running, stopped = await asyncio.gather(session.call_tool("run_r", {"code": "repeat {}"}), interrupt_later())
+            assert not stopped.is_error, stopped
+            assert running.is_error and "interrupted" in text_of(running) and "kept its variables" in text_of(running), text_of(running)
+            r = await session.call_tool("run_r", {"code": "x"})
+            assert "41" in text_of(r), text_of(r)
+            print("ok interrupt keeps state")
+
+            # Files in the session's workspace, under the engine's rules.
+            r = await session.call_tool("write_file", {"path": "data/in.csv", "text": "a,b\n1,2\n"})
+            assert not r.is_error, text_of(r)
+            r = await session.call_tool("run_r", {"code": "write.csv(read.csv('data/in.csv') * 3, 'out.csv', row.names = FALSE)"})
+            assert not r.is_error, text_of(r)
+            r = await session.call_tool("read_file", {"path": "out.csv"})
+            assert text_of(r) == '"a","b"\n3,6\n', text_of(r)
+            r = await session.call_tool("list_files", {})
+            assert "data/in.csv" in text_of(r) and "out.csv" in text_of(r), text_of(r)
+            r = await session.call_tool("read_file", {"path": "../../etc/passwd"})
+            assert r.is_error, text_of(r)
+            print("ok write_file, read_file, list_files, hostile path refused")
+
             # Bad input is a clear error, and the server keeps serving.
             r = await session.call_tool("run_r", {"code": "1", "timeout_s": -1})
             assert r.is_error and "timeout_s" in text_of(r), text_of(r)
             r = await session.call_tool("run_r", {"code": ""})
+            assert r.is_error, r
+            r = await session.call_tool("run_r", {"code": 5})
+            assert r.is_error, r
+            r = await session.call_tool("run_r", {})
             assert r.is_error, r
             r = await session.call_tool("run_r", {"code": "1 + 1"})
             assert not r.is_error and "2" in text_of(r)
