@@ -2223,8 +2223,13 @@ pub fn run_calibration(run: &Run, case: &Case, idx: usize) -> Report {
 // Driving a whole run.
 // =======================================================================================
 
-fn workers() -> usize {
-    std::env::var("RSANDBOX_ATTACK_WORKERS").ok().and_then(|w| w.parse().ok()).filter(|&w| w > 0).unwrap_or(3)
+fn workers(mode: Mode) -> usize {
+    // Without user namespaces every sandbox of the attack user shares its uid, so
+    // RLIMIT_NPROC counts the victim's processes and every case running beside this one
+    // together (a known loss of the mode): one case at a time, so that the legitimate
+    // cases that fork keep room to fork.
+    let default = if mode == Mode::ContainerUser { 1 } else { 3 };
+    std::env::var("RSANDBOX_ATTACK_WORKERS").ok().and_then(|w| w.parse().ok()).filter(|&w| w > 0).unwrap_or(default)
 }
 
 /// Cases selected by `RSANDBOX_ATTACK_FILTER` (substring of the name), all by default.
@@ -2250,7 +2255,7 @@ pub fn run_corpus(mode: Mode) -> (Vec<Report>, Vec<String>) {
     let next = AtomicUsize::new(0);
     let reports: Mutex<Vec<Option<Report>>> = Mutex::new((0..cases.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..workers() {
+        for _ in 0..workers(mode) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&idx) = order.get(i) else { return };
