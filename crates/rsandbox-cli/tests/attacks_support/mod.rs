@@ -1183,7 +1183,11 @@ pub struct Run {
 
 pub const HOME_SECRET: &str = "rsandbox-attack-secret.txt";
 pub const ETC_SECRET: &str = "/etc/rsandbox-attack-secret";
-pub const SHM_SECRET: &str = "/dev/shm/rsandbox-attack-secret";
+/// /dev/shm is shared with every process of the host (a chroot's too): named per test
+/// process, so that two corpus runs on one machine do not overwrite each other's secret.
+pub fn shm_secret() -> String {
+    format!("/dev/shm/rsandbox-attack-secret-{}", std::process::id())
+}
 pub const TMP_SECRET: &str = "/tmp/rsandbox-attack-secret";
 
 fn rtmp_dirs_of(uid: u32) -> BTreeSet<PathBuf> {
@@ -1270,7 +1274,7 @@ impl Run {
             home.join("Documents/cards.txt"),
             (format!("Visa: {}\nMastercard: {}\nnote: {token}\n", cards[0], cards[1]), 0o644, uid, gid),
         );
-        for p in [ETC_SECRET, SHM_SECRET, TMP_SECRET] {
+        for p in [ETC_SECRET.to_string(), shm_secret(), TMP_SECRET.to_string()] {
             planted_content.insert(PathBuf::from(p), (format!("password = {token}\n"), 0o644, 0, 0));
         }
         for (path, (text, mode_bits, u, g)) in &planted_content {
@@ -1636,7 +1640,7 @@ impl CaseHost {
         ph.insert("CARD_1", run.cards[0].clone());
         ph.insert("CARD_2", run.cards[1].clone());
         ph.insert("ETC_SECRET", ETC_SECRET.into());
-        ph.insert("SHM_SECRET", SHM_SECRET.into());
+        ph.insert("SHM_SECRET", shm_secret());
         ph.insert("TMP_SECRET", TMP_SECRET.into());
         ph.insert("VICTIM_FILE", show(&v.file));
         ph.insert("VICTIM_WS", show(&v.ws));
