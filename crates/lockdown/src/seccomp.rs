@@ -24,8 +24,11 @@
 //! calls through (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
 //!
 //! One program instead of four stacked filters: the kernel runs each installed filter
-//! on every call and compiles each at install; here one binary search runs and one
-//! program is compiled (see `bpf.rs`).
+//! on every call and compiles each at install; here one binary tree runs and one
+//! program is compiled. libseccomp generates it in [`SeccompFilters::build`] (in the
+//! zygote, once per profile); a forked child only makes one `seccomp(2)` call with the
+//! ready instructions (see `bpf.rs`). With one filter there is no precedence between
+//! filters to get wrong: each call's answer is the one this table gives it.
 
 use crate::bpf::{self, Decision, Insn, RET_ALLOW, RET_TRAP, RET_USER_NOTIF};
 use crate::errors::{PolicyError, SeccompError};
@@ -345,31 +348,86 @@ mod tests {
         assert_eq!(syscall_name(100_000), None);
     }
 
-    /// The treatment the table gives `nr` under `profile`, as the program must return
-    /// it with all arguments zero.
-    fn expected(profile: SeccompProfile, nr: u32, violation: u32) -> u32 {
-        match SYSCALLS.iter().find(|(_, n, _)| *n as u32 == nr).map(|(_, _, t)| *t) {
+    /// What the table and the argument rules say `nr` with `args` must get under
+    /// `profile`, written out independently of `decisions`.
+    fn expected(profile: SeccompProfile, nr: u32, args: [u64; 6], violation: u32) -> u32 {
+        let (eperm, low) = (bpf::ret_errno(libc::EPERM), |i: usize| args[i] as u32);
+        let nr = i64::from(nr);
+        let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
+        let refuse_unless_zero = |arg_indices: &[usize]| if arg_indices.iter().any(|i| args[*i] != 0) { eperm } else { RET_ALLOW };
+        match nr {
+            libc::SYS_clone if low(0) & namespaces != 0 => return violation,
+            libc::SYS_ioctl if FORBIDDEN_IOCTLS.iter().any(|r| *r as u32 == low(1)) => return violation,
+            libc::SYS_prlimit64 | libc::SYS_sched_setaffinity => return refuse_unless_zero(&[0]),
+            libc::SYS_setpriority => return refuse_unless_zero(&[0, 1]),
+            libc::SYS_utimensat => return refuse_unless_zero(&[1]),
+            _ => {}
+        }
+        match SYSCALLS.iter().find(|(_, n, _)| *n == nr).map(|(_, _, t)| *t) {
             None => bpf::ret_errno(libc::ENOSYS),
             Some(Allow) => RET_ALLOW,
             Some(Exec) => if profile.exec { RET_ALLOW } else { violation },
             Some(Violation) => violation,
             Some(SocketCreate) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) },
             Some(SocketAddress) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::ENOSYS) },
-            Some(Refused) => bpf::ret_errno(libc::EPERM),
+            Some(Refused) => eperm,
         }
+    }
+
+    /// Argument vectors worth trying: zeros, the values the rules name, each with
+    /// garbage in the upper half, and pseudo-random words.
+    fn argument_samples() -> Vec<[u64; 6]> {
+        let mut samples = vec![[0; 6], [u64::MAX; 6]];
+        let mut special: Vec<u64> = vec![1, 0x11, 1 << 32, 1 << 63, libc::TCGETS, libc::TIOCSTI, libc::TIOCLINUX];
+        special.extend(NAMESPACE_CLONE_FLAGS.iter().map(|f| *f as u64 | libc::SIGCHLD as u64));
+        for v in special.clone() {
+            special.push(v | (0xdead_u64 << 32));
+        }
+        for v in &special {
+            for i in 0..2 {
+                let mut args = [0; 6];
+                args[i] = *v;
+                samples.push(args);
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..40 {
+            let mut args = [0; 6];
+            for a in &mut args {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *a = if x.is_multiple_of(3) { x & 0xffff } else { x };
+            }
+            samples.push(args);
+        }
+        samples
     }
 
     #[test]
     fn the_program_gives_every_number_its_treatment() {
+        let samples = argument_samples();
         for exec in [false, true] {
             for network in [false, true] {
                 let profile = SeccompProfile { exec, network };
                 let f = SeccompFilters::build(profile).unwrap();
                 for (program, violation) in [(&f.notify, RET_USER_NOTIF), (&f.trap, RET_TRAP)] {
                     for nr in 0..1024u32 {
-                        let got = bpf::run(program, bpf::AUDIT_ARCH, nr, [0; 6]);
-                        assert_eq!(got, expected(profile, nr, violation), "nr {nr} {:?} under {profile:?}", syscall_name(nr as i64));
+                        for args in &samples {
+                            let got = bpf::run(program, bpf::AUDIT_ARCH, nr, *args).0;
+                            let want = expected(profile, nr, *args, violation);
+                            assert_eq!(got, want, "nr {nr} {:?} args {args:x?} under {profile:?}", syscall_name(nr as i64));
+                        }
                     }
+                    // Another architecture, or an x32 call, is killed before any lookup.
+                    assert_eq!(bpf::run(program, 0x4000_0003, 0, [0; 6]).0, bpf::RET_KILL_PROCESS);
+                    #[cfg(target_arch = "x86_64")]
+                    for nr in (0x4000_0000u32..=0x4000_0000 + 1023).chain([0x7fff_ffff, 0xbfff_ffff]) {
+                        assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, nr, [0; 6]).0, bpf::RET_KILL_PROCESS, "x32 {nr:#x}");
+                    }
+                    // -1 is no call at all (the kernel's "skip"): libseccomp answers the
+                    // default, ENOSYS, which is what the kernel would answer.
+                    assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, u32::MAX, [0; 6]).0, bpf::ret_errno(libc::ENOSYS));
                 }
             }
         }
@@ -378,7 +436,7 @@ mod tests {
     #[test]
     fn argument_rules_follow_the_table() {
         let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
-        let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args);
+        let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         assert_eq!(run(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
         for flag in NAMESPACE_CLONE_FLAGS {

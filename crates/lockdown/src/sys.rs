@@ -281,3 +281,21 @@ pub fn access_writable(path: &str) -> bool {
     // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
+
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file (the seccomp program is exported
+/// into one and read back).
+pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a valid NUL-terminated name alive for the call; integer flags.
+    let fd = check_int_fd(unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: the kernel just gave us this fd and nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+fn check_int_fd(rc: libc::c_int) -> io::Result<RawFd> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
