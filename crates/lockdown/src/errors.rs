@@ -83,8 +83,9 @@ pub enum NamespaceError {
         #[source]
         source: io::Error,
     },
-    /// Writing the uid/gid map failed.
-    #[error("failed to write {file} for the new user namespace")]
+    /// Writing the uid/gid map failed. Never passed over, best effort or not: the process
+    /// is already in the user namespace, where it would run as the overflow id.
+    #[error("namespaces layer: failed to write {file} for the new user namespace (a user namespace without id maps is an error even with best_effort)")]
     IdMap {
         /// The /proc file.
         file: &'static str,

@@ -129,6 +129,8 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
             Err(_) if policy.best_effort => None,
             Err(e) => return Err(e.into()),
         },
+        // No mount namespace can be made (neither root nor a user namespace): best effort
+        // runs without the quota, and `Applied::workspace_quota` says so.
         Some(_) if policy.best_effort => None,
         Some(_) => {
             return Err(errors::NamespaceError::Unshare {

@@ -28,6 +28,8 @@ pub fn enter_namespaces(as_root: bool, best_effort: bool) -> Result<Created, Nam
     let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
     match sys::unshare(flags) {
         Ok(()) => created.extend(OTHERS.iter().map(|(_, name)| *name)),
+        // Best effort: nothing was created, and the caller learns it from `Applied::namespaces`,
+        // which lists only what this function returns.
         Err(_) if best_effort => {}
         Err(source) => return Err(NamespaceError::Unshare { what: "net,ipc,uts".into(), source }),
     }

@@ -259,6 +259,15 @@ impl SeccompFilters {
         self.notify.len()
     }
 
+    /// Instructions the program runs for each call the table lists, all arguments zero:
+    /// (mean, max). A measurement (for `check` and the examples), not a promise.
+    pub fn instructions_per_call(&self) -> Option<(f64, usize)> {
+        let steps: Vec<usize> =
+            SYSCALLS.iter().map(|(_, nr, _)| bpf::run(&self.notify, bpf::AUDIT_ARCH, *nr as u32, [0; 6]).1).collect();
+        let max = *steps.iter().max()?;
+        Some((steps.iter().sum::<usize>() as f64 / steps.len() as f64, max))
+    }
+
     /// Install the program in this thread (irreversible; `no_new_privs` must be set).
     /// With `report_socket`, violations go to a user-notification listener sent over that
     /// unix socket; without it, a violation kills the process with SIGSYS.

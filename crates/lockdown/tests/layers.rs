@@ -566,6 +566,43 @@ fn namespaces_cut_off_the_host_network(caller: Caller) {
     assert_eq!(outcome, Outcome::Passed);
 }
 
+/// Best effort passes over a namespace the kernel refuses, never over a user namespace
+/// entered but left without id maps (the process would run as the overflow id): the
+/// error names the layer and the option. A non-dumpable process may not write its
+/// uid_map, which makes the map fail after `unshare(CLONE_NEWUSER)` succeeded.
+#[test]
+fn best_effort_never_passes_over_a_user_namespace_without_id_maps() {
+    let outcome = run(Caller::User, || {
+        expect_ok("prctl(PR_SET_DUMPABLE, 0)", unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }.into())?;
+        match namespaces::enter_namespaces(false, true) {
+            Ok(created) => Err(format!("best effort entered {created:?} and said nothing of the id maps")),
+            Err(e) => {
+                let text = error_chain(&e);
+                let named = ["namespaces layer", "without id maps", "best_effort"].iter().all(|w| text.contains(w));
+                if named { Ok(()) } else { Err(format!("the error should name the layer and the option: {text}")) }
+            }
+        }
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Through `apply` too: a best-effort policy fails instead of reporting a sandbox.
+#[test]
+fn apply_best_effort_fails_on_a_user_namespace_without_id_maps() {
+    let policy = Policy { best_effort: true, ..Policy::default() };
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let outcome = run(Caller::User, move || {
+        expect_ok("prctl(PR_SET_DUMPABLE, 0)", unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }.into())?;
+        match lockdown::apply(&policy, &filters, parent) {
+            Ok(applied) => Err(format!("best effort applied {applied:?} without id maps")),
+            Err(LockdownError::Namespace(e)) if error_chain(&e).contains("without id maps") => Ok(()),
+            Err(e) => Err(format!("another error: {}", error_chain(&e))),
+        }
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
 // ---------------------------------------------------------------------------------------
 // Step 3: privileges
 // ---------------------------------------------------------------------------------------
