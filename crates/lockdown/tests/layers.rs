@@ -1340,7 +1340,27 @@ both_callers!(
     apply_private_root,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
+    command_spawn_runs_a_program_from_a_single_threaded_caller,
 );
+
+/// `command::spawn` needs a single-threaded caller (the test harness itself is refused,
+/// see the unit test in `command.rs`); from a freshly forked child it starts a program
+/// under the policy, and the program's own status comes back.
+fn command_spawn_runs_a_program_from_a_single_threaded_caller(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    // The program and its dynamic loader (mapped with execute rights).
+    let loader = fs::canonicalize("/lib64/ld-linux-x86-64.so.2").or_else(|_| fs::canonicalize("/lib/ld-linux-aarch64.so.1")).unwrap();
+    let policy = Policy { executable: vec!["/usr/bin/false".into(), loader], ..realistic_policy(caller, &ws) };
+    let outcome = run(caller, move || {
+        check_eq("threads of the forked child", io_ok("thread_count", lockdown::command::thread_count())?, 1)?;
+        let program = Path::new("/usr/bin/false");
+        let pid = step("spawn", lockdown::command::spawn(&policy, program, &["false".into()], &[]))?;
+        let mut status = 0;
+        expect_ok("waitpid", unsafe { libc::waitpid(pid, &mut status, 0) }.into())?;
+        check_eq("exit status of /usr/bin/false", (libc::WIFEXITED(status), libc::WEXITSTATUS(status)), (true, 1))
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
 
 fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
     Policy {
