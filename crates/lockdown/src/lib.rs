@@ -35,7 +35,10 @@
 //! # Compatibility
 //! Linux only. The full policy needs Landlock ABI 6 (Linux 6.12) and seccomp; when either
 //! is missing [`apply`] fails unless [`Policy::best_effort`] is set, and then
-//! [`Applied`] says what was enforced. Namespaces are taken when the kernel allows.
+//! [`Applied`] says what was enforced. Namespaces are taken when the kernel allows; a
+//! user namespace entered but left without id maps is an error even with best effort.
+//! Building needs libseccomp ≥ 2.5 (`libseccomp-dev` and `pkg-config` on Debian); it is
+//! used only to generate the seccomp program, never after `fork`.
 //!
 //! # Threads
 //! Landlock and seccomp apply to the calling thread and the threads it starts later.
