@@ -76,7 +76,9 @@ Server <- R6::R6Class("rsandbox_server",
 
     close = function() {
       if (!is.null(self$process)) {
-        try(self$process$close_connections(), silent = TRUE)
+        # End of input is the server's signal to finish (it exits within milliseconds);
+        # it is killed only if it does not.
+        try(close(self$process$get_input_connection()), silent = TRUE)
         if (self$process$is_alive()) {
           self$process$wait(2000)
           if (self$process$is_alive()) self$process$kill_tree()
