@@ -7,7 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -69,10 +68,14 @@ pub struct ToolSpec {
     /// Human description.
     #[serde(default)]
     pub description: String,
-    /// Arguments, by name (all required).
+    /// Arguments, by name (all required), in the order the R function takes them: a
+    /// positional call `add(1, 2)` binds as declared.
     #[serde(default)]
-    pub args: BTreeMap<String, ArgType>,
+    pub args: ToolArgs,
 }
+
+/// A tool's arguments in declaration order.
+pub type ToolArgs = indexmap::IndexMap<String, ArgType>;
 
 /// Runs a call on the host: receives the checked arguments (a JSON object).
 pub type Handler = Arc<dyn Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync>;
@@ -171,7 +174,7 @@ mod tests {
         for bad in ["", "1x", ".1x", "a-b", "if", "TRUE", "a b", "x\"); system(\"id"] {
             assert!(!is_r_identifier(bad), "{bad}");
         }
-        let spec = ToolSpec { name: "if".into(), description: String::new(), args: BTreeMap::new() };
+        let spec = ToolSpec { name: "if".into(), description: String::new(), args: ToolArgs::new() };
         assert!(Tool::new(spec, |_| Ok(Value::Null)).is_err());
     }
 }

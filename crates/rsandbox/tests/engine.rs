@@ -6,7 +6,6 @@
 use rsandbox::session::ExecuteOptions;
 use rsandbox::{ArgType, Engine, EngineConfig, EngineError, EvalOptions, Outcome, Pool, Tool, ToolSpec};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,7 +18,7 @@ fn tool(name: &str, args: &[(&str, ArgType)], handler: impl Fn(&serde_json::Map<
     let spec = ToolSpec {
         name: name.into(),
         description: format!("test tool {name}"),
-        args: args.iter().map(|(n, t)| (n.to_string(), *t)).collect::<BTreeMap<_, _>>(),
+        args: args.iter().map(|(n, t)| (n.to_string(), *t)).collect::<rsandbox::tools::ToolArgs>(),
     };
     Tool::new(spec, handler).unwrap()
 }
@@ -555,4 +554,19 @@ fn eval_places_files_and_collects_outputs() {
     assert_eq!(r.files.len(), 1, "{:?}", r.files);
     assert_eq!(r.files[0].path, "out/b.txt");
     assert_eq!(r.files[0].data_base64, "SEVMTE8K");
+}
+
+#[test]
+fn tool_arguments_keep_their_declared_order() {
+    // Declared (n, s): a positional call binds n first, not in name order.
+    let t = tool("describe", &[("n", ArgType::Numeric), ("s", ArgType::Character)], |a| {
+        Ok(json!(format!("{}:{}", a["n"], a["s"].as_str().unwrap())))
+    });
+    let s = engine().session(EvalOptions::default(), vec![t]).unwrap();
+    let r = s.execute("describe(3, 'x')", &quick()).unwrap();
+    assert_eq!(r.value, json!("3:x"), "{r:?}");
+    // As the stdio server reads a request: a line parsed to a Value, then to the spec.
+    let line: Value = serde_json::from_str(r#"{"name": "f", "args": {"z": "any", "a": "any"}}"#).unwrap();
+    let spec: ToolSpec = serde_json::from_value(line).unwrap();
+    assert_eq!(spec.args.keys().collect::<Vec<_>>(), ["z", "a"], "JSON order kept");
 }
