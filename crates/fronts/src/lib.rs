@@ -6,9 +6,11 @@
 //! * [`stdio`]: newline-delimited JSON on stdin/stdout (`rsandbox serve --stdio`,
 //!   `docs/protocol.md`), the protocol the R package speaks;
 //! * [`mcp`] (feature `mcp`): a Model Context Protocol server for AI agents;
-//! * [`lint`] (feature `lint`): the advisory tree-sitter lint.
+//! * [`lint`] (feature `lint`): the advisory tree-sitter lint;
+//! * [`auth`]: token files and the loopback rule shared by the network fronts.
 #![deny(missing_docs)]
 
+pub mod auth;
 #[cfg(feature = "lint")]
 pub mod lint;
 #[cfg(feature = "mcp")]
