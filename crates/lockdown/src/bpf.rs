@@ -61,14 +61,53 @@ pub enum Decision {
     /// The violation action when `args[arg]`'s low 32 bits have any of `mask`'s bits,
     /// else allow (`clone` with namespace flags).
     ViolationIfAnyBit { arg: u32, mask: u32 },
-    /// The violation action when `args[arg]`'s low 32 bits equal one of `values`, else
-    /// allow (`ioctl` requests).
-    ViolationIfOneOf { arg: u32, values: Vec<u32> },
+    /// `args[arg]`'s low 32 bits decide: the case whose pattern matches gives the
+    /// answer, else `otherwise` (`ioctl` requests, `prctl` options, socket options).
+    /// Patterns must not overlap.
+    Switch { arg: u32, cases: Vec<Case>, otherwise: Answer },
     /// `errno` when any of `args` is non-zero (all 64 bits), else allow (calls that may
     /// act on the caller only).
     ErrnoIfNonZero { args: Vec<u32>, errno: i32 },
     /// `errno` when `args[arg]`'s low 32 bits have any of `mask`'s bits, else allow.
     ErrnoIfAnyBit { arg: u32, mask: u32, errno: i32 },
+}
+
+/// What a [`Decision::Switch`] case answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// This `SECCOMP_RET_*` value.
+    Return(u32),
+    /// The profile's violation action.
+    Violation,
+}
+
+/// One case of a [`Decision::Switch`]: the values whose high `bits` bits equal those of
+/// `value` (32: the value itself; 24: a block of 256 such as the socket ioctls `0x89xx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The value (its low `32 - bits` bits are ignored).
+    pub value: u32,
+    /// How many high bits must match, 1..=32.
+    pub bits: u32,
+    /// The answer for a match.
+    pub answer: Answer,
+}
+
+impl Case {
+    /// Exactly `value`.
+    pub const fn exact(value: u32, answer: Answer) -> Case {
+        Case { value, bits: 32, answer }
+    }
+
+    /// The mask of the bits that count.
+    fn mask(&self) -> u32 {
+        u32::MAX.checked_shl(32 - self.bits).unwrap_or(0)
+    }
+
+    /// Whether `v` falls in this case.
+    pub fn matches(&self, v: u32) -> bool {
+        v & self.mask() == self.value & self.mask()
+    }
 }
 
 /// One libseccomp rule: an action and the argument comparisons that must all hold.
@@ -98,14 +137,19 @@ fn rules_for(decision: &Decision, violation: u32) -> Vec<Rule> {
         Decision::Return(value) => vec![Rule::new(*value, Vec::new())],
         Decision::ViolationIfAnyBit { arg, mask } => any_bit(*arg, *mask, violation),
         Decision::ErrnoIfAnyBit { arg, mask, errno } => any_bit(*arg, *mask, ret_errno(*errno)),
-        Decision::ViolationIfOneOf { arg, values } => {
+        Decision::Switch { arg, cases, otherwise } => {
+            let answer = |a: &Answer| match a {
+                Answer::Return(v) => *v,
+                Answer::Violation => violation,
+            };
             let mut rules: Vec<Rule> =
-                values.iter().map(|v| Rule::new(violation, vec![masked(*arg, u32::MAX, *v)])).collect();
-            // "None of the values" is not one comparison: it is the union of the bit
-            // patterns that leave the values' binary trie (at most 32 per value).
-            let mut patterns = Vec::new();
-            complement(values, 31, 0, 0, &mut patterns);
-            rules.extend(patterns.into_iter().map(|(mask, value)| Rule::new(RET_ALLOW, vec![masked(*arg, mask, value)])));
+                cases.iter().map(|c| Rule::new(answer(&c.answer), vec![masked(*arg, c.mask(), c.value & c.mask())])).collect();
+            // "None of the cases" is not one comparison: it is the union of the bit
+            // patterns that leave the cases' binary trie (at most 32 per case).
+            let patterns: Vec<(u32, u32)> = cases.iter().map(|c| (c.value & c.mask(), c.bits)).collect();
+            let mut outside = Vec::new();
+            complement(&patterns, 31, 0, 0, &mut outside);
+            rules.extend(outside.into_iter().map(|(mask, value)| Rule::new(answer(otherwise), vec![masked(*arg, mask, value)])));
             rules
         }
         Decision::ErrnoIfNonZero { args, errno } => {
@@ -127,18 +171,21 @@ fn any_bit(arg: u32, mask: u32, action: u32) -> Vec<Rule> {
     rules
 }
 
-/// The 32-bit values outside `values`, as (mask, value) patterns: walk the binary trie
-/// of `values` from bit 31 down; every branch no value takes is one pattern.
-fn complement(values: &[u32], bit: i32, mask: u32, prefix: u32, out: &mut Vec<(u32, u32)>) {
-    if values.is_empty() {
+/// The 32-bit values outside every pattern `(value, bits)` (its high `bits` bits fixed),
+/// as (mask, value) comparisons: walk the binary trie of the patterns from bit 31 down;
+/// every branch no pattern takes is one comparison, and a branch a pattern fixes
+/// entirely is covered.
+fn complement(patterns: &[(u32, u32)], bit: i32, mask: u32, prefix: u32, out: &mut Vec<(u32, u32)>) {
+    if patterns.is_empty() {
         out.push((mask, prefix));
         return;
     }
-    if bit < 0 {
+    let decided = (31 - bit) as u32;
+    if bit < 0 || patterns.iter().any(|(_, bits)| *bits <= decided) {
         return;
     }
     let b = 1u32 << bit;
-    let (ones, zeros): (Vec<u32>, Vec<u32>) = values.iter().partition(|v| *v & b != 0);
+    let (ones, zeros): (Vec<(u32, u32)>, Vec<(u32, u32)>) = patterns.iter().partition(|(v, _)| *v & b != 0);
     complement(&zeros, bit - 1, mask | b, prefix, out);
     complement(&ones, bit - 1, mask | b, prefix | b, out);
 }
@@ -176,6 +223,14 @@ pub fn build(rules: &[(u32, Decision)], default: u32, violation: u32) -> Result<
     ctx.set_ctl_nnp(false).map_err(fail("no_new_privs attribute"))?;
     ctx.set_ctl_optimize(2).map_err(fail("binary-tree optimisation"))?;
     for (nr, decision) in rules {
+        if let Decision::Switch { cases, .. } = decision {
+            let overlapping = cases.iter().enumerate().any(|(i, a)| {
+                cases[i + 1..].iter().any(|b| a.matches(b.value & b.mask()) || b.matches(a.value & a.mask()))
+            });
+            if overlapping {
+                return Err(format!("system call {nr}: overlapping argument cases"));
+            }
+        }
         let syscall = ScmpSyscall::from(i32::try_from(*nr).map_err(|_| format!("system call number {nr} out of range"))?);
         for rule in rules_for(decision, violation) {
             // libseccomp refuses a rule that repeats the default; the default applies
@@ -342,7 +397,19 @@ mod tests {
     fn argument_rules() {
         let rules = vec![
             (10, Decision::ViolationIfAnyBit { arg: 0, mask: 0x1000_0000 }),
-            (20, Decision::ViolationIfOneOf { arg: 1, values: vec![7, 9] }),
+            (20, Decision::Switch {
+                arg: 1,
+                cases: vec![Case::exact(7, Answer::Violation), Case::exact(9, Answer::Violation)],
+                otherwise: Answer::Return(RET_ALLOW),
+            }),
+            (40, Decision::Switch {
+                arg: 0,
+                cases: vec![
+                    Case::exact(0x8a27, Answer::Violation),
+                    Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) },
+                ],
+                otherwise: Answer::Return(RET_ALLOW),
+            }),
             (30, Decision::ErrnoIfNonZero { args: vec![0, 1], errno: libc::EPERM }),
         ];
         let p = build(&rules, ret_errno(libc::ENOSYS), RET_USER_NOTIF).unwrap();
@@ -351,6 +418,9 @@ mod tests {
         assert_eq!(ret(&p, AUDIT_ARCH, 20, [0, 9, 0, 0, 0, 0]), RET_USER_NOTIF);
         assert_eq!(ret(&p, AUDIT_ARCH, 20, [0, (1 << 32) | 9, 0, 0, 0, 0]), RET_USER_NOTIF, "low 32 bits compared");
         assert_eq!(ret(&p, AUDIT_ARCH, 20, [0, 8, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(ret(&p, AUDIT_ARCH, 40, [0x8a27, 0, 0, 0, 0, 0]), RET_USER_NOTIF);
+        assert_eq!(ret(&p, AUDIT_ARCH, 40, [0x8927, 0, 0, 0, 0, 0]), ret_errno(libc::EPERM));
+        assert_eq!(ret(&p, AUDIT_ARCH, 40, [0x8a28, 0, 0, 0, 0, 0]), RET_ALLOW);
         assert_eq!(ret(&p, AUDIT_ARCH, 30, [0, 0, 5, 0, 0, 0]), RET_ALLOW);
         assert_eq!(ret(&p, AUDIT_ARCH, 30, [0, 1 << 40, 0, 0, 0, 0]), ret_errno(libc::EPERM), "high 32 bits compared");
         assert_eq!(ret(&p, AUDIT_ARCH, 30, [3, 0, 0, 0, 0, 0]), ret_errno(libc::EPERM));
@@ -359,10 +429,31 @@ mod tests {
     }
 
     #[test]
+    fn overlapping_cases_are_refused_and_blocks_match_their_range() {
+        let overlapping = Decision::Switch {
+            arg: 0,
+            cases: vec![Case::exact(0x8927, Answer::Violation), Case { value: 0x8900, bits: 24, answer: Answer::Violation }],
+            otherwise: Answer::Return(RET_ALLOW),
+        };
+        assert!(build(&[(40, overlapping)], ret_errno(libc::ENOSYS), RET_TRAP).unwrap_err().contains("overlapping"));
+        let block = vec![(40, Decision::Switch {
+            arg: 1,
+            cases: vec![Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) }],
+            otherwise: Answer::Return(RET_ALLOW),
+        })];
+        let p = build(&block, ret_errno(libc::ENOSYS), RET_TRAP).unwrap();
+        for (request, want) in [(0x8912, ret_errno(libc::EPERM)), (0x89ff, ret_errno(libc::EPERM)), (0x8900, ret_errno(libc::EPERM)),
+            (0x88ff, RET_ALLOW), (0x8a00, RET_ALLOW), (0x5401, RET_ALLOW), ((1 << 32) | 0x8946, ret_errno(libc::EPERM))] {
+            assert_eq!(ret(&p, AUDIT_ARCH, 40, [3, request, 0, 0, 0, 0]), want, "{request:#x}");
+        }
+    }
+
+    #[test]
     fn complement_covers_everything_but_the_values() {
         let values = [libc::TIOCSTI as u32, libc::TIOCLINUX as u32, 0, u32::MAX];
+        let exact: Vec<(u32, u32)> = values.iter().map(|v| (*v, 32)).collect();
         let mut patterns = Vec::new();
-        complement(&values, 31, 0, 0, &mut patterns);
+        complement(&exact, 31, 0, 0, &mut patterns);
         let hits = |x: u32| patterns.iter().filter(|(m, v)| x & m == *v).count();
         for v in values {
             assert_eq!(hits(v), 0, "{v:#x}");

@@ -30,7 +30,7 @@
 //! ready instructions (see `bpf.rs`). With one filter there is no precedence between
 //! filters to get wrong: each call's answer is the one this table gives it.
 
-use crate::bpf::{self, Decision, Insn, RET_ALLOW, RET_TRAP, RET_USER_NOTIF};
+use crate::bpf::{self, Answer, Case, Decision, Insn, RET_ALLOW, RET_TRAP, RET_USER_NOTIF};
 use crate::errors::{PolicyError, SeccompError};
 use crate::sys;
 use std::os::fd::{BorrowedFd, RawFd};
@@ -49,7 +49,11 @@ pub enum Treatment {
     /// Refused with `EPERM`: leaving the process group (`setsid`, `setpgid`), and
     /// changing file metadata by path (`chmod`, `utimes`, ...). Landlock does not cover
     /// metadata, and a sandbox started by an ordinary user shares that user's uid, so
-    /// by-path metadata calls could reach the user's own files.
+    /// by-path metadata calls could reach the user's own files. Also `memfd_create`
+    /// (memory no address-space limit counts, and an executable no Landlock rule
+    /// covers; R does not use it) and `flock` (a lock on a shared read-only file is a
+    /// channel between sandboxes and can block a host process; R does not use it,
+    /// and SQLite's `fcntl` locks still work).
     Refused,
     /// Kernel attack surface: a violation that ends the sandbox.
     Violation,
@@ -72,7 +76,7 @@ table! {
     // memory
     SYS_brk => Allow, SYS_mmap => Allow, SYS_munmap => Allow, SYS_mprotect => Allow,
     SYS_mremap => Allow, SYS_madvise => Allow, SYS_msync => Allow, SYS_mincore => Allow,
-    SYS_membarrier => Allow, SYS_get_mempolicy => Allow, SYS_memfd_create => Allow,
+    SYS_membarrier => Allow, SYS_get_mempolicy => Allow, SYS_memfd_create => Refused,
     // files (Landlock decides which paths)
     SYS_read => Allow, SYS_write => Allow, SYS_open => Allow, SYS_openat => Allow,
     SYS_openat2 => Allow, SYS_creat => Allow, SYS_close => Allow, SYS_close_range => Allow,
@@ -81,7 +85,7 @@ table! {
     SYS_pread64 => Allow, SYS_pwrite64 => Allow, SYS_readv => Allow, SYS_writev => Allow,
     SYS_preadv => Allow, SYS_pwritev => Allow, SYS_preadv2 => Allow, SYS_pwritev2 => Allow,
     SYS_access => Allow, SYS_faccessat => Allow, SYS_faccessat2 => Allow,
-    SYS_ioctl => Allow, SYS_fcntl => Allow, SYS_flock => Allow, SYS_fsync => Allow,
+    SYS_ioctl => Allow, SYS_fcntl => Allow, SYS_flock => Refused, SYS_fsync => Allow,
     SYS_fdatasync => Allow, SYS_truncate => Allow, SYS_ftruncate => Allow,
     SYS_fallocate => Allow, SYS_fadvise64 => Allow, SYS_readahead => Allow,
     SYS_getdents => Allow, SYS_getdents64 => Allow, SYS_getcwd => Allow, SYS_chdir => Allow,
@@ -179,6 +183,51 @@ const NAMESPACE_CLONE_FLAGS: [libc::c_int; 7] = [
 /// `ioctl` requests that act on another terminal's input or console: violations.
 const FORBIDDEN_IOCTLS: [libc::c_ulong; 2] = [libc::TIOCSTI, libc::TIOCLINUX];
 
+/// `ioctl` request blocks refused with `EPERM`: the socket ioctls (`0x89xx`: interface
+/// list, addresses, MAC, `SIOCETHTOOL` driver and bus address) and the wireless ones
+/// (`0x8bxx`). The sandbox's channels are socketpairs made in the host's network
+/// namespace, so on them these would describe the host's network.
+const SOCKET_IOCTL_BLOCKS: [u32; 2] = [0x8900, 0x8b00];
+
+/// `prctl` options a sandbox may use (everything R, glibc, OpenMP and BLAS ask for).
+/// Others get `EPERM`; [`PRCTL_VIOLATIONS`] end the sandbox.
+const PRCTL_ALLOWED: [libc::c_int; 20] = [
+    libc::PR_SET_PDEATHSIG,
+    libc::PR_GET_PDEATHSIG,
+    libc::PR_GET_DUMPABLE,
+    libc::PR_GET_KEEPCAPS,
+    libc::PR_SET_NAME,
+    libc::PR_GET_NAME,
+    libc::PR_GET_SECCOMP,
+    libc::PR_CAPBSET_READ,
+    libc::PR_SET_TIMERSLACK,
+    libc::PR_GET_TIMERSLACK,
+    libc::PR_GET_CHILD_SUBREAPER,
+    libc::PR_SET_NO_NEW_PRIVS,
+    libc::PR_GET_NO_NEW_PRIVS,
+    libc::PR_GET_TID_ADDRESS,
+    libc::PR_SET_THP_DISABLE,
+    libc::PR_GET_THP_DISABLE,
+    libc::PR_GET_SPECULATION_CTRL,
+    libc::PR_SET_SPECULATION_CTRL,
+    // glibc names its anonymous mappings (PR_SET_VMA_ANON_NAME).
+    0x5356_4d41,
+    libc::PR_CAP_AMBIENT,
+];
+
+/// `prctl` options that are violations: a filter of the sandbox's own would silence the
+/// violation reporter (a forbidden call would get its `EPERM` instead), and `PR_SET_MM`
+/// rewrites what the kernel reports of the process.
+const PRCTL_VIOLATIONS: [libc::c_int; 2] = [libc::PR_SET_SECCOMP, libc::PR_SET_MM];
+
+/// Socket options refused with `EPERM` when the network is off (the only sockets are
+/// the sandbox's channels): the peer's credentials (`SO_PEERCRED`, `SO_PEERSEC`,
+/// `SO_PEERGROUPS`, `SO_PEERPIDFD` would name the supervisor's pid and uid) for
+/// `getsockopt`, and attaching a filter program for `setsockopt`. Matched on the option
+/// name alone: on a unix socket no other level has these numbers.
+const PEER_SOCKOPTS: [u32; 4] = [17, 31, 59, 77];
+const FILTER_SOCKOPTS: [u32; 4] = [26, 50, 51, 52];
+
 /// What the filters must let through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SeccompProfile {
@@ -228,8 +277,20 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     };
     let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
     set(&mut rules, libc::SYS_clone, Decision::ViolationIfAnyBit { arg: 0, mask: namespaces });
-    let ioctls = FORBIDDEN_IOCTLS.iter().map(|r| *r as u32).collect();
-    set(&mut rules, libc::SYS_ioctl, Decision::ViolationIfOneOf { arg: 1, values: ioctls });
+    let eperm = Answer::Return(bpf::ret_errno(libc::EPERM));
+    let allow = Answer::Return(RET_ALLOW);
+    let mut ioctls: Vec<Case> = FORBIDDEN_IOCTLS.iter().map(|r| Case::exact(*r as u32, Answer::Violation)).collect();
+    ioctls.extend(SOCKET_IOCTL_BLOCKS.iter().map(|block| Case { value: *block, bits: 24, answer: eperm }));
+    set(&mut rules, libc::SYS_ioctl, Decision::Switch { arg: 1, cases: ioctls, otherwise: allow });
+    let mut prctl: Vec<Case> = PRCTL_ALLOWED.iter().map(|o| Case::exact(*o as u32, allow)).collect();
+    prctl.extend(PRCTL_VIOLATIONS.iter().map(|o| Case::exact(*o as u32, Answer::Violation)));
+    set(&mut rules, libc::SYS_prctl, Decision::Switch { arg: 0, cases: prctl, otherwise: eperm });
+    if !profile.network {
+        for (nr, options) in [(libc::SYS_getsockopt, PEER_SOCKOPTS), (libc::SYS_setsockopt, FILTER_SOCKOPTS)] {
+            let cases = options.iter().map(|o| Case::exact(*o, eperm)).collect();
+            set(&mut rules, nr, Decision::Switch { arg: 2, cases, otherwise: allow });
+        }
+    }
     // Calls that may act on the caller only: a same-uid process (the zygote, the user's
     // own programs) is out of Landlock's reach for these. `utimensat` with a path is the
     // by-path form; with NULL it is `futimens` on an open fd. All 64 bits compared:
@@ -367,6 +428,12 @@ mod tests {
         match nr {
             libc::SYS_clone if low(0) & namespaces != 0 => return violation,
             libc::SYS_ioctl if FORBIDDEN_IOCTLS.iter().any(|r| *r as u32 == low(1)) => return violation,
+            libc::SYS_ioctl if SOCKET_IOCTL_BLOCKS.contains(&(low(1) & 0xffff_ff00)) => return eperm,
+            libc::SYS_prctl if PRCTL_VIOLATIONS.iter().any(|o| *o as u32 == low(0)) => return violation,
+            libc::SYS_prctl if PRCTL_ALLOWED.iter().any(|o| *o as u32 == low(0)) => return RET_ALLOW,
+            libc::SYS_prctl => return eperm,
+            libc::SYS_getsockopt if !profile.network && PEER_SOCKOPTS.contains(&low(2)) => return eperm,
+            libc::SYS_setsockopt if !profile.network && FILTER_SOCKOPTS.contains(&low(2)) => return eperm,
             libc::SYS_prlimit64 | libc::SYS_sched_setaffinity => return refuse_unless_zero(&[0]),
             libc::SYS_setpriority => return refuse_unless_zero(&[0, 1]),
             libc::SYS_utimensat => return refuse_unless_zero(&[1]),
@@ -387,13 +454,14 @@ mod tests {
     /// garbage in the upper half, and pseudo-random words.
     fn argument_samples() -> Vec<[u64; 6]> {
         let mut samples = vec![[0; 6], [u64::MAX; 6]];
-        let mut special: Vec<u64> = vec![1, 0x11, 1 << 32, 1 << 63, libc::TCGETS, libc::TIOCSTI, libc::TIOCLINUX];
+        let mut special: Vec<u64> = vec![1, 0x11, 1 << 32, 1 << 63, libc::TCGETS, libc::TIOCSTI, libc::TIOCLINUX, 0x8912, 0x89ff, 0x8b01,
+            0x8a00, 15, 22, 35, 4, 0x5356_4d41, 0x5961_6d61, 17, 26, 77];
         special.extend(NAMESPACE_CLONE_FLAGS.iter().map(|f| *f as u64 | libc::SIGCHLD as u64));
         for v in special.clone() {
             special.push(v | (0xdead_u64 << 32));
         }
         for v in &special {
-            for i in 0..2 {
+            for i in 0..3 {
                 let mut args = [0; 6];
                 args[i] = *v;
                 samples.push(args);
@@ -463,6 +531,17 @@ mod tests {
         assert_eq!(run(libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), RET_ALLOW);
         assert_eq!(run(libc::SYS_utimensat, [3, 0x7fff_0000, 0, 0, 0, 0]), eperm);
         assert_eq!(run(libc::SYS_seccomp, [0; 6]), bpf::ret_errno(libc::ENOSYS), "no filters of its own");
+        assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_SECCOMP as u64, 2, 0, 0, 0, 0]), RET_USER_NOTIF, "nor through prctl");
+        assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_DUMPABLE as u64, 1, 0, 0, 0, 0]), eperm);
+        assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_NAME as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(run(libc::SYS_ioctl, [3, 0x8912, 0, 0, 0, 0]), eperm, "SIOCGIFCONF");
+        assert_eq!(run(libc::SYS_ioctl, [3, 0x8946, 0, 0, 0, 0]), eperm, "SIOCETHTOOL");
+        assert_eq!(run(libc::SYS_ioctl, [3, 0x541b, 0, 0, 0, 0]), RET_ALLOW, "FIONREAD");
+        assert_eq!(run(libc::SYS_getsockopt, [3, 1, 17, 0, 0, 0]), eperm, "SO_PEERCRED");
+        assert_eq!(run(libc::SYS_getsockopt, [3, 1, 7, 0, 0, 0]), RET_ALLOW, "SO_SNDBUF");
+        assert_eq!(run(libc::SYS_setsockopt, [3, 1, 26, 0, 0, 0]), eperm, "SO_ATTACH_FILTER");
+        assert_eq!(run(libc::SYS_memfd_create, [0; 6]), eperm);
+        assert_eq!(run(libc::SYS_flock, [3, 2, 0, 0, 0, 0]), eperm);
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! The audit log: one JSON object per line, each with a UTC timestamp and the session
 //! id. The file is created 0600; a symlink in its place is refused (`O_NOFOLLOW`), so a
 //! planted link cannot redirect the log onto another file.
+//!
+//! The log is bounded whatever the sandbox does: what a sandbox chose (code, tool
+//! arguments) goes in as an excerpt and a SHA-256, a record is at most [`MAX_RECORD`]
+//! bytes, and when the file reaches its size cap it is rotated to `PATH.1` (replacing
+//! the previous one), so the newest records are always kept and the disk holds at most
+//! twice the cap.
 
 use crate::errors::EngineError;
 use serde_json::{json, Value};
@@ -14,33 +20,33 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Longest code excerpt written to `execute_start` (the hash covers all of it).
 const CODE_EXCERPT: usize = 1000;
+/// Longest tool-argument excerpt written to `tool_call` (the hash covers all of it).
+const ARGS_EXCERPT: usize = 500;
+/// Longest record; a longer one is replaced by a `truncated` record naming its size.
+pub const MAX_RECORD: usize = 16 << 10;
+/// Default size at which the log is rotated.
+pub const DEFAULT_MAX_BYTES: u64 = 64 << 20;
 
 /// An append-only JSONL audit log.
 #[derive(Debug)]
 pub struct AuditLog {
-    file: Mutex<File>,
+    path: std::path::PathBuf,
+    max_bytes: u64,
+    file: Mutex<(File, u64)>,
 }
 
 impl AuditLog {
     /// Open (or create, mode 0600) `path` for appending. Refuses symlinks and files that
     /// are not regular or are readable by others.
     pub fn open(path: &Path) -> Result<AuditLog, EngineError> {
-        let what = format!("open the audit log {}", path.display());
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(EngineError::io(what.clone()))?;
-        let meta = file.metadata().map_err(EngineError::io(what.clone()))?;
-        if !meta.is_file() || meta.mode() & 0o077 != 0 {
-            return Err(EngineError::Io {
-                what,
-                source: std::io::Error::other("not a regular file with mode 0600"),
-            });
-        }
-        Ok(AuditLog { file: Mutex::new(file) })
+        AuditLog::open_with_cap(path, DEFAULT_MAX_BYTES)
+    }
+
+    /// [`AuditLog::open`], rotated at `max_bytes`.
+    pub fn open_with_cap(path: &Path, max_bytes: u64) -> Result<AuditLog, EngineError> {
+        let file = open_private(path)?;
+        let size = file.metadata().map_err(EngineError::io(format!("open the audit log {}", path.display())))?.len();
+        Ok(AuditLog { path: path.to_owned(), max_bytes, file: Mutex::new((file, size)) })
     }
 
     /// Append one event. `fields` must be a JSON object; `ts`, `event` and `session`
@@ -52,11 +58,43 @@ impl AuditLog {
             obj.extend(extra);
         }
         let mut text = line.to_string();
-        text.push('\n');
-        let mut file = self.file.lock().expect("audit log");
-        if let Err(e) = file.write_all(text.as_bytes()) {
-            eprintln!("rsandbox: failed to write the audit log: {e}");
+        if text.len() > MAX_RECORD {
+            text = json!({"ts": line["ts"], "event": event, "session": session, "truncated": true, "bytes": text.len()})
+                .to_string();
         }
+        text.push('\n');
+        let mut guard = self.file.lock().expect("audit log");
+        let (file, written) = &mut *guard;
+        if *written + text.len() as u64 > self.max_bytes && *written > 0 {
+            match self.rotate() {
+                Ok(fresh) => (*file, *written) = (fresh, 0),
+                Err(e) => eprintln!("rsandbox: failed to rotate the audit log: {e}"),
+            }
+        }
+        match file.write_all(text.as_bytes()) {
+            Ok(()) => *written += text.len() as u64,
+            Err(e) => eprintln!("rsandbox: failed to write the audit log: {e}"),
+        }
+    }
+
+    /// Move the full log to `PATH.1` and open a fresh one.
+    fn rotate(&self) -> Result<File, EngineError> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, &old).map_err(EngineError::io(format!("rotate the audit log {}", self.path.display())))?;
+        open_private(&self.path)
+    }
+
+    /// `tool_call` after the checks: the tool, an excerpt, the size and SHA-256 of the
+    /// arguments, and the refusal if there was one.
+    pub fn tool_call(&self, session: &str, tool: &str, args: &str, refused: Option<&str>) {
+        let excerpt: String = args.chars().take(ARGS_EXCERPT).collect();
+        let hash = hex(&Sha256::digest(args.as_bytes()));
+        self.record(
+            "tool_call",
+            session,
+            json!({"tool": tool, "args": excerpt, "args_bytes": args.len(), "args_sha256": hash, "refused": refused}),
+        );
     }
 
     /// `execute_start` with the code's excerpt and SHA-256.
@@ -69,6 +107,24 @@ impl AuditLog {
             json!({"code": excerpt, "code_truncated": excerpt.len() < code.len(), "code_sha256": hash}),
         );
     }
+}
+
+/// Open (or create, mode 0600) `path` for appending: no symlink, a regular file nobody
+/// else can read.
+fn open_private(path: &Path) -> Result<File, EngineError> {
+    let what = format!("open the audit log {}", path.display());
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(EngineError::io(what.clone()))?;
+    let meta = file.metadata().map_err(EngineError::io(what.clone()))?;
+    if !meta.is_file() || meta.mode() & 0o077 != 0 {
+        return Err(EngineError::Io { what, source: std::io::Error::other("not a regular file with mode 0600") });
+    }
+    Ok(file)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -130,6 +186,31 @@ mod tests {
         let err = AuditLog::open(&link).unwrap_err();
         assert!(err.to_string().contains("link.jsonl"), "{err}");
         assert!(!dir.join("target").exists(), "the symlink must not be followed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_flood_of_tool_calls_leaves_a_bounded_log_with_the_newest_records() {
+        let dir = std::env::temp_dir().join(format!("rsandbox-audit-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.jsonl");
+        let log = AuditLog::open_with_cap(&path, 64 << 10).unwrap();
+        let args = format!("{{\"x\":\"{}\"}}", "\\\"".repeat(200_000));
+        for i in 0..500 {
+            log.tool_call("s1", &format!("t{i}"), &args, Some("refused"));
+        }
+        log.record("huge", "s1", json!({"blob": "y".repeat(MAX_RECORD)}));
+        let current = std::fs::read_to_string(&path).unwrap();
+        let rotated = std::fs::read_to_string(dir.join("audit.jsonl.1")).unwrap();
+        assert!(current.len() as u64 <= 64 << 10 && rotated.len() as u64 <= 64 << 10);
+        let lines: Vec<Value> = current.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let last = lines.last().unwrap();
+        assert_eq!((last["event"].as_str(), last["truncated"].as_bool()), (Some("huge"), Some(true)));
+        let call = &lines[lines.len() - 2];
+        assert_eq!(call["tool"], "t499");
+        assert_eq!(call["args_bytes"], args.len());
+        assert_eq!(call["args"].as_str().unwrap().chars().count(), ARGS_EXCERPT);
+        assert_eq!(call["args_sha256"], hex(&Sha256::digest(args.as_bytes())));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

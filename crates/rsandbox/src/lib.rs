@@ -204,7 +204,7 @@ impl Engine {
         let mut observer = |event: ToolEvent<'_>| {
             if let Some(log) = audit {
                 match event {
-                    ToolEvent::Call { tool, args } => log.record("tool_call", id, json!({"tool": tool, "args": args})),
+                    ToolEvent::Call { tool, args, refused } => log.tool_call(id, tool, args, refused),
                     ToolEvent::Result { tool, ok, error } => {
                         log.record("tool_result", id, json!({"tool": tool, "ok": ok, "error": error}))
                     }

@@ -111,9 +111,31 @@ impl Tool {
     }
 }
 
-/// Check one call: known tool, exactly its arguments, each of the declared type.
+/// Longest name a tool call may carry; anything longer is refused before it is looked up.
+pub const MAX_TOOL_NAME: usize = 256;
+/// Characters of a sandbox-chosen string that an error message quotes.
+const QUOTED_CHARS: usize = 40;
+
+/// `s` quoted for an error message, cut to a few characters: text the sandbox chose is
+/// never echoed whole (a name of a megabyte would come back as several, escaped).
+pub fn quote_excerpt(s: &str) -> String {
+    let mut chars = s.chars();
+    let head: String = chars.by_ref().take(QUOTED_CHARS).collect();
+    if chars.next().is_none() {
+        format!("{head:?}")
+    } else {
+        format!("{head:?}… ({} bytes)", s.len())
+    }
+}
+
+/// Check one call: known tool, exactly its arguments, each of the declared type. The
+/// cheap checks (name length, then the name itself) come before anything reads the
+/// arguments; errors quote only excerpts of what the sandbox sent.
 pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t Tool, String> {
-    let tool = tools.iter().find(|t| t.spec.name == name).ok_or_else(|| format!("unknown tool {name:?}"))?;
+    if name.len() > MAX_TOOL_NAME {
+        return Err(format!("tool name of {} bytes exceeds the limit of {MAX_TOOL_NAME}", name.len()));
+    }
+    let tool = tools.iter().find(|t| t.spec.name == name).ok_or_else(|| format!("unknown tool {}", quote_excerpt(name)))?;
     let empty = serde_json::Map::new();
     let given = match args {
         Value::Object(m) => m,
@@ -121,7 +143,7 @@ pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t
         _ => return Err(format!("tool {name}: arguments must be named")),
     };
     if let Some(unknown) = given.keys().find(|k| !tool.spec.args.contains_key(*k)) {
-        return Err(format!("tool {name}: unknown argument {unknown:?}"));
+        return Err(format!("tool {name}: unknown argument {}", quote_excerpt(unknown)));
     }
     for (arg, ty) in &tool.spec.args {
         match given.get(arg) {
@@ -153,6 +175,21 @@ mod tests {
         assert_eq!(check_call(&tools, "add", &json!({"a": 1})).unwrap_err(), "tool add: missing argument \"b\"");
         assert_eq!(check_call(&tools, "add", &json!({"a": 1, "b": 2, "c": 3})).unwrap_err(), "tool add: unknown argument \"c\"");
         assert_eq!(check_call(&tools, "add", &json!({"a": "x", "b": 2})).unwrap_err(), "tool add: argument \"a\" must be numeric");
+    }
+
+    #[test]
+    fn errors_never_echo_more_than_an_excerpt() {
+        let tools = [add()];
+        let quotes = "\"".repeat(MAX_TOOL_NAME);
+        let error = check_call(&tools, &quotes, &json!({})).unwrap_err();
+        assert!(error.len() < 200, "{} bytes", error.len());
+        assert!(error.ends_with("(256 bytes)"), "{error}");
+        let long = "x".repeat(MAX_TOOL_NAME + 1);
+        assert_eq!(check_call(&tools, &long, &json!({})).unwrap_err(), format!("tool name of {} bytes exceeds the limit of 256", MAX_TOOL_NAME + 1));
+        let mut args = serde_json::Map::new();
+        args.insert("\u{1}".repeat(10_000), json!(1));
+        let error = check_call(&tools, "add", &Value::Object(args)).unwrap_err();
+        assert!(error.len() < 400, "{error}");
         assert_eq!(check_call(&tools, "add", &json!([1, 2])).unwrap_err(), "tool add: arguments must be named");
     }
 

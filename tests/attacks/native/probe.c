@@ -39,7 +39,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <net/if.h>
+#include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
@@ -1154,4 +1158,179 @@ void probe_sysv_shm(char **sarg, int *iarg, int *res) {
     long id = syscall(SYS_shmget, 0x52534241 /* "RSBA" */, 4096, 01000 /* IPC_CREAT */ | 0666);
     *res = outcome("shmget(IPC_CREAT)", id);
     if (id >= 0) syscall(SYS_shmctl, id, 0 /* IPC_RMID */, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Limits per sandbox, the supervisor's bounds, leaks (issue 9)        */
+/* ------------------------------------------------------------------ */
+
+void probe_memfd_fill(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* Memory no mapping shows: a memfd grown with fallocate is counted by neither
+     * RLIMIT_AS nor the workspace quota. */
+    long fd = syscall(SYS_memfd_create, "fill", 0);
+    *res = outcome("memfd_create", fd);
+    if (fd < 0) return;
+    long mib = *iarg > 0 ? *iarg : 1024;
+    *res = outcome("fallocate", fallocate((int)fd, 0, 0, mib << 20));
+}
+
+void probe_children_burn(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* n children spinning: each under its own RLIMIT_CPU, together far over it. */
+    int n = *iarg > 0 ? *iarg : 8;
+    for (int i = 0; i < n; i++) {
+        if (fork() == 0) {
+            volatile unsigned long x = 0;
+            for (;;) x++;
+        }
+    }
+    say("probe children burn: %d children spinning", n);
+    while (wait(NULL) > 0) {}
+    *res = 0;
+}
+
+void probe_children_alloc(char **sarg, int *iarg, int *res) {
+    /* n children, each touching sarg MiB (under the per-process address-space limit)
+     * and staying alive: together several times the memory limit. */
+    int n = *iarg > 0 ? *iarg : 10;
+    long mib = atol(sarg[0]);
+    if (mib <= 0) mib = 200;
+    for (int i = 0; i < n; i++) {
+        if (fork() == 0) {
+            char *p = malloc((size_t)mib << 20);
+            if (p) memset(p, 1, (size_t)mib << 20);
+            for (;;) pause();
+        }
+    }
+    say("probe children alloc: %d children of %ld MiB", n, mib);
+    sleep(30);
+    *res = 0;
+}
+
+void probe_background_spinner(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A child that outlives the evaluation: it spins, and it holds fd 3. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    say("probe background spinner: pid %d", (int)pid);
+    *res = pid > 0 ? 0 : errno;
+}
+
+void probe_background_reader(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A child that waits on fd 3 for the session's next request, to answer it in R's
+     * place with a forged result. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        char buf[65536];
+        ssize_t n = read(3, buf, sizeof buf);
+        if (n > 0) {
+            const char *body =
+                "{\"kind\":\"evaluated\",\"r\":{\"status\":\"ok\",\"value\":\"forged by a background child\","
+                "\"visible\":true,\"messages\":[],\"warnings\":[],\"error\":null,\"syntax_error\":null},"
+                "\"plots\":[],\"cpu_ms\":0,\"max_rss_kb\":0}";
+            frame(3, body, (uint32_t)strlen(body));
+        }
+        _exit(0);
+    }
+    say("probe background reader: pid %d", (int)pid);
+    *res = pid > 0 ? 0 : errno;
+}
+
+void probe_channel_flood_writers(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* Several processes writing one endless frame body to fd 3 at once. */
+    int n = *iarg > 0 ? *iarg : 4;
+    frame(3, NULL, 60u << 20);
+    for (int i = 0; i < n; i++) {
+        if (fork() == 0) {
+            static char chunk[1 << 16];
+            memset(chunk, ' ', sizeof chunk);
+            for (;;) if (write(3, chunk, sizeof chunk) < 0) _exit(0);
+        }
+    }
+    linger();
+    *res = -1;
+}
+
+void probe_tool_call_flood(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* Tool calls with names of quotes, sent without ever reading a reply: each
+     * refusal is queued for a reader that never comes (and would echo the name,
+     * escaped). */
+    size_t name_len = (size_t)(*iarg > 0 ? *iarg : 8);
+    size_t cap = name_len + 128;
+    char *body = malloc(cap);
+    if (!body) { *res = ENOMEM; return; }
+    for (long call = 1; call < 2000000; call++) {
+        int pos = snprintf(body, cap, "{\"kind\":\"tool_call\",\"call\":%ld,\"tool\":\"", call);
+        for (size_t i = 0; i < name_len / 2; i++) { body[pos++] = '\\'; body[pos++] = '"'; }
+        pos += snprintf(body + pos, cap - (size_t)pos, "\",\"args\":{}}");
+        unsigned char len[4] = {(unsigned char)(pos >> 24), (unsigned char)(pos >> 16),
+                                (unsigned char)(pos >> 8), (unsigned char)pos};
+        if (write(3, len, 4) < 0 || write(3, body, (size_t)pos) < 0) break;
+    }
+    free(body);
+    linger();
+    *res = -1;
+}
+
+void probe_socket_ioctl(char **sarg, int *iarg, int *res) {
+    (void)sarg;
+    /* SIOCGIFCONF / SIOCETHTOOL on the inherited socketpair answer for the network
+     * namespace the socket was made in: the host's. */
+    struct ifreq ifr[16];
+    struct ifconf ifc = {.ifc_len = sizeof ifr, .ifc_req = ifr};
+    int request = *iarg ? *iarg : SIOCGIFCONF;
+    long rc = ioctl(3, (unsigned long)request, &ifc);
+    *res = outcome("ioctl(3, socket request)", rc);
+    if (rc == 0) say("probe socket ioctl: %d bytes of interfaces, first %s", ifc.ifc_len, ifc.ifc_len ? ifr[0].ifr_name : "-");
+}
+
+void probe_peercred(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    long rc = getsockopt(3, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+    *res = outcome("getsockopt(SO_PEERCRED)", rc);
+    if (rc == 0) say("probe peercred: supervisor pid %d uid %d", (int)cred.pid, (int)cred.uid);
+}
+
+void probe_attach_filter(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A classic BPF filter on the channel: drop everything the supervisor sends. */
+    struct sock_filter code[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+    struct sock_fprog prog = {.len = 1, .filter = code};
+    *res = outcome("setsockopt(SO_ATTACH_FILTER)", setsockopt(3, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog));
+}
+
+void probe_prctl_dumpable(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    *res = outcome("prctl(PR_SET_DUMPABLE, 1)", prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
+}
+
+void probe_prctl_seccomp(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A filter of our own, answering EPERM to execve: the violation reporter would
+     * never hear of the exec attempt. */
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = 4, .filter = code};
+    *res = outcome("prctl(PR_SET_SECCOMP)", prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0));
+}
+
+void probe_flock(char **sarg, int *iarg, int *res) {
+    (void)iarg;
+    /* An exclusive lock on a file every sandbox can read. */
+    int fd = open(sarg[0], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { *res = outcome("open", fd); return; }
+    *res = outcome("flock(LOCK_EX)", flock(fd, LOCK_EX | LOCK_NB));
 }

@@ -34,7 +34,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use streams::{pipe, Output, Stream};
+use streams::{pipe, Output, Stream, READ_BUDGET};
 use tool_bridge::ToolBridge;
 use violations::{ViolationWatch, Watch};
 use wire::child_link::{await_lockdown, await_report, encode_request, ChildReports, Lockdown};
@@ -50,6 +50,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// How long a request between evaluations (files, snapshots) may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes of replies a child may leave unread before it is stopped: a child that makes
+/// calls and never reads the answers would otherwise grow the supervisor without bound.
+const MAX_UNREAD_REPLIES: usize = 8 << 20;
 
 /// Limits and tools for one request.
 pub struct Request<'a> {
@@ -480,13 +483,19 @@ impl SandboxChild {
             return;
         }
         let mut buf = [0u8; 65536];
-        loop {
+        let mut read = 0;
+        // Bounded per round: the loop returns to the deadline and the other fds, and the
+        // buffer is checked against the output limit after each chunk.
+        while read < READ_BUDGET && self.output.kept() + self.reports.buffered() <= run.max_output {
             match stream.read(&mut buf) {
                 Ok(0) => {
                     self.ctl = None;
                     break;
                 }
-                Ok(n) => self.reports.push(&buf[..n]),
+                Ok(n) => {
+                    self.reports.push(&buf[..n]);
+                    read += n;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 // A reset channel: the child is going; its exit says why.
                 Err(_) => {
@@ -504,6 +513,11 @@ impl SandboxChild {
                 Ok(Some(ChildReport::ToolCall { call, tool, args })) => {
                     let reply = bridge.answer(call, &tool, &args);
                     run.outgoing.extend(encode_request(&reply));
+                    if run.outgoing.len() > MAX_UNREAD_REPLIES {
+                        run.protocol_error =
+                            Some(format!("it left {} bytes of tool replies unread", run.outgoing.len()));
+                        break;
+                    }
                 }
                 Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => run.evaluated = Some(done),
                 Ok(Some(ChildReport::Output { stream, text })) => match OutputStream::from_child(&stream) {

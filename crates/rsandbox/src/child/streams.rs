@@ -4,6 +4,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// Bytes read from one fd per round of the supervisor's loop: however many processes
+/// write, the loop comes back to its deadline and its other fds after this much.
+pub(crate) const READ_BUDGET: usize = 1 << 20;
+
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -43,13 +47,14 @@ impl Stream {
         self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 
-    /// Read what is available; keeps at most `room` more bytes. Returns the bytes read,
-    /// kept or not, so that the caller sees output beyond the limit.
+    /// Read what is available, at most [`READ_BUDGET`] bytes; keeps at most `room` more
+    /// bytes. Returns the bytes read, kept or not, so that the caller sees output beyond
+    /// the limit.
     pub(crate) fn pump(&mut self, room: usize) -> usize {
         let Some(fd) = &self.fd else { return 0 };
         let mut buf = [0u8; 65536];
         let mut total = 0;
-        loop {
+        while total < READ_BUDGET {
             // SAFETY: reading into a local buffer from a non-blocking fd we own.
             let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n > 0 {
@@ -64,6 +69,7 @@ impl Stream {
             }
             return total;
         }
+        total
     }
 }
 
@@ -115,5 +121,24 @@ mod tests {
         drop(writer);
         assert_eq!(stream.pump(4), 0);
         assert!(stream.fd.is_none());
+    }
+
+    #[test]
+    fn a_writer_that_never_stops_cannot_keep_the_reader_in_one_round() {
+        let (r, w) = pipe().unwrap();
+        let mut stream = Stream::new(r).unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut writer = std::fs::File::from(w);
+            let chunk = vec![b'x'; 65536];
+            // Ends when the reader's end is closed (EPIPE).
+            while writer.write_all(&chunk).is_ok() {}
+        });
+        for _ in 0..20 {
+            let read = stream.pump(0);
+            assert!(read <= READ_BUDGET, "{read}");
+            assert!(stream.data.is_empty());
+        }
+        drop(stream);
+        writer.join().unwrap();
     }
 }

@@ -1,0 +1,12 @@
+# category: environment
+# summary: SIOCETHTOOL on the inherited channel socket (driver and bus address of a host interface)
+# expect: outcome=error
+# expect-error-contains: blocked: errno 1
+# targets: none
+# calibrate: no — fd 3 is the sandbox's channel to the supervisor; it exists only inside the sandbox
+
+hex <- "{{PROBE_HEX}}"
+writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")
+dyn.load(file.path(getwd(), "probe.so"))
+res <- .C("probe_socket_ioctl", "", 0x8946L, res = -1L)$res
+if (res == 0L) cat("ATTACK-SUCCEEDED\n") else stop("blocked: errno ", res)

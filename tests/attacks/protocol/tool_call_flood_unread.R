@@ -1,0 +1,12 @@
+# category: protocol
+# summary: up to 2 million refused tool calls, never reading a reply: the queue of answers must not grow without bound
+# args: --timeout 10
+# expect: outcome=crashed
+# expect-error-contains: unread
+# targets: host:resources
+# calibrate: no — fd 3 is the sandbox's channel to the supervisor; it exists only inside the sandbox
+
+hex <- "{{PROBE_HEX}}"
+writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")
+dyn.load(file.path(getwd(), "probe.so"))
+res <- .C("probe_tool_call_flood", "", 8L, res = -1L)$res
