@@ -171,11 +171,14 @@ fn any_bit(arg: u32, mask: u32, action: u32) -> Vec<Rule> {
     rules
 }
 
+/// A value and how many of its high bits are fixed.
+type Pattern = (u32, u32);
+
 /// The 32-bit values outside every pattern `(value, bits)` (its high `bits` bits fixed),
 /// as (mask, value) comparisons: walk the binary trie of the patterns from bit 31 down;
 /// every branch no pattern takes is one comparison, and a branch a pattern fixes
 /// entirely is covered.
-fn complement(patterns: &[(u32, u32)], bit: i32, mask: u32, prefix: u32, out: &mut Vec<(u32, u32)>) {
+fn complement(patterns: &[Pattern], bit: i32, mask: u32, prefix: u32, out: &mut Vec<(u32, u32)>) {
     if patterns.is_empty() {
         out.push((mask, prefix));
         return;
@@ -185,7 +188,7 @@ fn complement(patterns: &[(u32, u32)], bit: i32, mask: u32, prefix: u32, out: &m
         return;
     }
     let b = 1u32 << bit;
-    let (ones, zeros): (Vec<(u32, u32)>, Vec<(u32, u32)>) = patterns.iter().partition(|(v, _)| *v & b != 0);
+    let (ones, zeros): (Vec<Pattern>, Vec<Pattern>) = patterns.iter().partition(|(v, _)| *v & b != 0);
     complement(&zeros, bit - 1, mask | b, prefix, out);
     complement(&ones, bit - 1, mask | b, prefix | b, out);
 }
