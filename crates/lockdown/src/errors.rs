@@ -56,6 +56,9 @@ pub enum ProcessError {
     /// `setpgid` failed.
     #[error("failed to create a process group (setpgid)")]
     ProcessGroup(#[source] io::Error),
+    /// `prctl(PR_SET_CHILD_SUBREAPER)` failed.
+    #[error("failed to become the subreaper of the sandbox's processes (prctl PR_SET_CHILD_SUBREAPER)")]
+    Subreaper(#[source] io::Error),
     /// `prctl(PR_SET_PDEATHSIG)` failed.
     #[error("failed to set the parent-death signal (prctl PR_SET_PDEATHSIG)")]
     ParentDeathSignal(#[source] io::Error),

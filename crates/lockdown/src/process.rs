@@ -5,7 +5,10 @@ use crate::sys;
 use std::os::fd::RawFd;
 
 /// Put the process in its own group (so the supervisor can kill everything it starts
-/// with one signal), arm SIGKILL on parent death, and close every fd from `keep_below` up.
+/// with one signal, and meter it as one), make it the subreaper of its descendants (an
+/// orphan is reparented to it, not to the host's init, and its CPU reaches this
+/// process's `cutime` when reaped), arm SIGKILL on parent death, and close every fd
+/// from `keep_below` up.
 pub fn isolate_process(keep_below: RawFd, expected_parent: libc::pid_t) -> Result<(), ProcessError> {
     // The zygote also calls setpgid on the child right after fork; EPERM here then means
     // "already a group leader", which getpgrp confirms.
@@ -15,6 +18,7 @@ pub fn isolate_process(keep_below: RawFd, expected_parent: libc::pid_t) -> Resul
             return Err(ProcessError::ProcessGroup(e));
         }
     }
+    sys::set_child_subreaper().map_err(ProcessError::Subreaper)?;
     sys::set_parent_death_signal(libc::SIGKILL).map_err(ProcessError::ParentDeathSignal)?;
     // The parent may have died between fork and prctl; then nobody would kill us.
     // SAFETY: getppid takes no arguments and cannot fail.

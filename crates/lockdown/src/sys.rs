@@ -33,6 +33,12 @@ pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
     check_int(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) })
 }
 
+/// `prctl(PR_SET_CHILD_SUBREAPER, 1)`: orphaned descendants are reparented to us.
+pub fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: integer-only prctl.
+    check_int(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+}
+
 /// `prctl(PR_SET_DUMPABLE, 0)`: /proc/self becomes root-owned and ptrace by peers is refused.
 pub fn set_not_dumpable() -> io::Result<()> {
     // SAFETY: integer-only prctl.

@@ -104,7 +104,7 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
     std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
     let pid = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
     let (status, usage, timed_out) = wait_with_deadline(pid, start + options.timeout)?;
-    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1, lockdown_us: None };
+    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1, ..Usage::default() };
     std::env::set_current_dir("/").map_err(EngineError::io("leave the workspace"))?;
     Ok(report(status, usage, timed_out, options))
 }

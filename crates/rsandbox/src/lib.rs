@@ -19,6 +19,7 @@ pub mod errors;
 pub mod events;
 pub mod exec;
 mod files;
+pub mod meter;
 pub mod options;
 pub mod pool;
 pub mod r_policy;
@@ -179,6 +180,7 @@ impl Engine {
             timeout: options.timeout,
             max_output: options.max_output,
             cpu_limit: options.cpu_seconds,
+            memory_limit: options.memory,
             tools: &[],
             max_tool_calls: 0,
             max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
@@ -216,6 +218,7 @@ impl Engine {
             timeout: options.timeout,
             max_output: options.max_output,
             cpu_limit: options.cpu_seconds,
+            memory_limit: options.memory,
             tools,
             max_tool_calls,
             max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,

@@ -116,6 +116,17 @@ pub struct Usage {
     /// measured in the child; for a pre-forked child that was before the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lockdown_us: Option<u64>,
+    /// CPU of all the sandbox's processes together (the meter), milliseconds, when it
+    /// was sampled during the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_cpu_ms: Option<u64>,
+    /// Peak memory of all the sandbox's processes together beyond its start (the
+    /// meter), kilobytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_memory_kb: Option<u64>,
+    /// How the meter read memory (`pss` or `rss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_accounting: Option<crate::meter::MemoryAccounting>,
 }
 
 /// How the child process ended, for diagnosis.

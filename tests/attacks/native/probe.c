@@ -1200,6 +1200,8 @@ void probe_children_alloc(char **sarg, int *iarg, int *res) {
         if (fork() == 0) {
             char *p = malloc((size_t)mib << 20);
             if (p) memset(p, 1, (size_t)mib << 20);
+            /* Keep the compiler from dropping the unused allocation. */
+            __asm__ volatile("" : : "r"(p) : "memory");
             for (;;) pause();
         }
     }

@@ -22,6 +22,7 @@ pub use tool_bridge::ToolEvent;
 
 use crate::errors::EngineError;
 use crate::events::{Event, OutputStream};
+use crate::meter::{self, Meter};
 use crate::result::EvalResult;
 use crate::tools::Tool;
 use crate::zygote::{Routed, Zygote};
@@ -62,8 +63,10 @@ pub struct Request<'a> {
     pub timeout: Duration,
     /// stdout + stderr + result bytes allowed.
     pub max_output: u64,
-    /// CPU seconds the child may use in all (for explaining a SIGKILL).
+    /// CPU seconds the sandbox may use in all, every process together.
     pub cpu_limit: Option<u64>,
+    /// Bytes the sandbox's processes may hold together beyond its start.
+    pub memory_limit: Option<u64>,
     /// Host tools callable from this request.
     pub tools: &'a [Tool],
     /// Tool calls allowed in this request.
@@ -94,6 +97,8 @@ pub struct SandboxChild {
     layers: lockdown::Applied,
     lockdown_us: u64,
     interrupter: Interrupter,
+    /// CPU and memory of the whole process group.
+    meter: Option<Meter>,
     exit: Option<Exit>,
     dead: bool,
 }
@@ -115,6 +120,13 @@ struct Execution {
     interrupt_on_timeout: bool,
     /// Bytes of stdout and stderr already streamed.
     streamed: [usize; 2],
+    /// When the meter reads the sandbox next.
+    next_sample: Instant,
+    cpu_limit_ms: Option<u64>,
+    memory_limit: Option<u64>,
+    /// The last CPU total and the peak memory the meter read.
+    metered_cpu_ms: Option<u64>,
+    metered_memory_peak: u64,
 }
 
 /// Positions in the poll set.
@@ -148,8 +160,8 @@ impl SandboxChild {
             zygote.forget(req);
             e
         };
-        let pidfd = match events.recv_timeout(SPAWN_TIMEOUT) {
-            Ok((ZygoteEvent::Spawned { .. }, Some(pidfd))) => pidfd,
+        let (pid, pidfd) = match events.recv_timeout(SPAWN_TIMEOUT) {
+            Ok((ZygoteEvent::Spawned { pid, .. }, Some(pidfd))) => (pid, pidfd),
             Ok((ZygoteEvent::SpawnFailed { error, .. }, _)) => return Err(forget(EngineError::Setup(error))),
             Ok((other, _)) => {
                 return Err(forget(EngineError::ZygoteGone(format!("expected spawned, got {}", other.tag()))))
@@ -179,10 +191,15 @@ impl SandboxChild {
                 seccomp: false,
             },
             lockdown_us: 0,
+            meter: None,
             exit: None,
             dead: false,
         };
         child.layers = child.await_lockdown(ctl)?;
+        // Fail closed: a sandbox whose processes cannot be counted together would have
+        // per-process limits only.
+        let meter = Meter::new(pid).map_err(|e| EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")))?;
+        child.meter = Some(meter);
         Ok(child)
     }
 
@@ -304,6 +321,11 @@ impl SandboxChild {
             timed_out: false,
             interrupt_on_timeout: request.interrupt_on_timeout,
             streamed: [0, 0],
+            next_sample: start,
+            cpu_limit_ms: request.cpu_limit.map(|s| s.saturating_mul(1000)),
+            memory_limit: request.memory_limit,
+            metered_cpu_ms: None,
+            metered_memory_peak: 0,
         };
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
@@ -332,8 +354,32 @@ impl SandboxChild {
                 run.exited_at = Some(Instant::now());
                 self.dead = true;
             }
+            self.meter_sample(&mut run);
         }
         Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
+    }
+
+    /// Read the meter when it is due, and stop the sandbox over a total.
+    fn meter_sample(&mut self, run: &mut Execution) {
+        let now = Instant::now();
+        if now < run.next_sample || run.killed.is_some() || run.exited_at.is_some() {
+            return;
+        }
+        run.next_sample = now + meter::INTERVAL;
+        let Some(meter) = &self.meter else { return };
+        match meter.sample() {
+            Ok(sample) => {
+                let added = meter.added_memory(&sample);
+                run.metered_cpu_ms = Some(sample.cpu_ms);
+                run.metered_memory_peak = run.metered_memory_peak.max(added);
+                if run.cpu_limit_ms.is_some_and(|limit| sample.cpu_ms > limit) {
+                    self.stop(run, KillReason::CpuLimit);
+                } else if run.memory_limit.is_some_and(|limit| added > limit) {
+                    self.stop(run, KillReason::MemoryLimit);
+                }
+            }
+            Err(e) => self.stop(run, KillReason::ReporterLost(format!("the meter failed: {e}"))),
+        }
     }
 
     /// Kill the child for `reason`, unless an earlier reason already did.
@@ -376,6 +422,14 @@ impl SandboxChild {
         // A finished request on a live child: collect what the pipes still hold.
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
             self.output.pump(0, run.max_output);
+            // What R left running is not the session's: nothing but R may run (or hold
+            // the channel) between requests.
+            if let Some(meter) = &self.meter {
+                if let Err(e) = meter::kill_others(meter) {
+                    self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
+                    return Ok(false);
+                }
+            }
             return Ok(true);
         }
         if self.exit.is_some() && self.output.closed() && self.ctl.is_none() {
@@ -415,7 +469,7 @@ impl SandboxChild {
                 Some(at) => (at + INTERRUPT_GRACE).min(run.deadline.max(at)),
                 None => run.deadline,
             };
-            until.saturating_duration_since(Instant::now())
+            until.min(run.next_sample).saturating_duration_since(Instant::now())
         };
         let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: pollfds is a valid array; negative fds are ignored by poll.
@@ -563,6 +617,9 @@ impl SandboxChild {
         });
         result.layers = Some(self.layers.clone());
         result.usage.lockdown_us = Some(self.lockdown_us);
+        result.usage.sandbox_cpu_ms = run.metered_cpu_ms;
+        result.usage.sandbox_memory_kb = run.metered_cpu_ms.map(|_| run.metered_memory_peak / 1024);
+        result.usage.memory_accounting = self.meter.as_ref().map(Meter::accounting);
         if quit {
             // quit() ends the R process; the child is no longer usable.
             self.kill();

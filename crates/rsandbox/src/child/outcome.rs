@@ -17,6 +17,10 @@ pub(crate) enum KillReason {
     ReporterLost(String),
     /// R did not yield to an interrupt within the grace period.
     InterruptTimeout,
+    /// The sandbox's processes together used more CPU than the limit (the meter).
+    CpuLimit,
+    /// The sandbox's processes together held more memory than the limit (the meter).
+    MemoryLimit,
 }
 
 /// How the child process ended, as the zygote reported it.
@@ -55,7 +59,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         syntax_error: None,
         violation: None,
         plots: Vec::new(),
-        usage: Usage { wall_ms: o.wall_ms, cpu_ms: 0, max_rss_kb: 0, lockdown_us: None },
+        usage: Usage { wall_ms: o.wall_ms, ..Usage::default() },
         exit: ExitStatus { code, signal },
         layers: None,
         reset: false,
@@ -96,6 +100,14 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
             Outcome::Violation
         }
         (None, Some(KillReason::Timeout)) => Outcome::Timeout,
+        (None, Some(KillReason::CpuLimit)) => Outcome::CpuLimit,
+        (None, Some(KillReason::MemoryLimit)) => {
+            result.error = Some(RError {
+                message: "the sandbox's processes together held more memory than its limit".into(),
+                call: None,
+            });
+            Outcome::MemoryLimit
+        }
         (None, Some(KillReason::OutputLimit)) => Outcome::OutputLimit,
         (None, Some(KillReason::Violation)) => {
             result.violation = Some(violation(None));

@@ -1,0 +1,230 @@
+//! The sandbox-wide meter: CPU and memory summed over every process of a sandbox, read
+//! by the supervisor from `/proc` while a request runs, so that a limit is per sandbox
+//! and not per process (ten children under `RLIMIT_AS` hold ten times the memory; eight
+//! spinning children each stay under `RLIMIT_CPU`).
+//!
+//! Which processes: the sandbox's process group. The child makes its own group before
+//! any user code, seccomp refuses `setsid`/`setpgid` after that, so every descendant
+//! stays in it; and the child is a child subreaper, so orphans are reparented to it and
+//! their CPU reaches its `cutime` when it reaps them, inside the group.
+//!
+//! What is counted:
+//! * CPU: `utime + stime + cutime + cstime` of every live (or zombie) member, which is
+//!   exact for every process that was waited for inside the group. A process reaped
+//!   automatically (`SIGCHLD` ignored) takes its CPU with it if it lived less than one
+//!   sampling interval; the wall-clock deadline still bounds it.
+//! * Memory: `Pss_Anon + Pss_Shmem` (`/proc/PID/smaps_rollup`) where the supervisor may
+//!   read it (as root: pages a forked child shares with its parent count once), else
+//!   `RssAnon + RssShmem` (`/proc/PID/status`; a forked child's shared pages count
+//!   again, so the meter errs on the side of the limit). The baseline (what the child
+//!   shares with the zygote when it is made) is not the code's: it is subtracted.
+//!
+//! Between two samples (every [`INTERVAL`]) the sandbox can exceed a total by what it
+//! allocates or burns in that time; the per-process `RLIMIT_AS` and `RLIMIT_CPU` still
+//! bound each process meanwhile.
+
+use std::fs;
+use std::io;
+use std::time::Duration;
+
+/// How often the meter samples a running request.
+pub const INTERVAL: Duration = Duration::from_millis(50);
+
+/// How memory is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryAccounting {
+    /// Proportional set size: shared pages split among their sharers.
+    Pss,
+    /// Resident set size: shared pages count in each process.
+    Rss,
+}
+
+/// One reading of a sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// CPU of the whole group, milliseconds.
+    pub cpu_ms: u64,
+    /// Memory of the whole group, bytes (before the baseline is subtracted).
+    pub memory: u64,
+    /// Live members.
+    pub processes: u32,
+}
+
+/// The meter of one sandbox (its process group).
+#[derive(Debug)]
+pub struct Meter {
+    pgid: i32,
+    accounting: MemoryAccounting,
+    /// Memory of the group when the meter was made: not the code's.
+    baseline: u64,
+    ticks_per_ms: f64,
+}
+
+impl Meter {
+    /// A meter for the group led by `leader`, with its current memory as the baseline.
+    pub fn new(leader: i32) -> io::Result<Meter> {
+        // SAFETY: sysconf has no memory effects.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() { MemoryAccounting::Pss } else { MemoryAccounting::Rss };
+        let mut meter = Meter { pgid: leader, accounting, baseline: 0, ticks_per_ms: ticks.max(1) as f64 / 1000.0 };
+        let first = meter.sample()?;
+        if first.processes == 0 {
+            // /proc hides other users' processes (hidepid) or is not this pid namespace's.
+            return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
+        }
+        meter.baseline = first.memory;
+        Ok(meter)
+    }
+
+    /// How memory is read.
+    pub fn accounting(&self) -> MemoryAccounting {
+        self.accounting
+    }
+
+    /// Memory the code added over the baseline, in a sample.
+    pub fn added_memory(&self, sample: &Sample) -> u64 {
+        sample.memory.saturating_sub(self.baseline)
+    }
+
+    /// The members of the group other than its leader.
+    pub fn others(&self) -> io::Result<Vec<i32>> {
+        Ok(self.members()?.into_iter().filter(|(pid, _)| *pid != self.pgid).map(|(pid, _)| pid).collect())
+    }
+
+    /// Read every member.
+    pub fn sample(&self) -> io::Result<Sample> {
+        let mut sample = Sample::default();
+        for (pid, stat) in self.members()? {
+            sample.processes += 1;
+            sample.cpu_ms += (stat.cpu_ticks as f64 / self.ticks_per_ms) as u64;
+            // A member that died since the scan has no memory left to count.
+            sample.memory += self.memory_of(pid).unwrap_or(0);
+        }
+        Ok(sample)
+    }
+
+    fn memory_of(&self, pid: i32) -> io::Result<u64> {
+        let (path, fields): (String, [&str; 2]) = match self.accounting {
+            MemoryAccounting::Pss => (format!("/proc/{pid}/smaps_rollup"), ["Pss_Anon:", "Pss_Shmem:"]),
+            MemoryAccounting::Rss => (format!("/proc/{pid}/status"), ["RssAnon:", "RssShmem:"]),
+        };
+        let text = fs::read_to_string(path)?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let rest = fields.iter().find_map(|f| line.strip_prefix(f))?;
+                rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+            })
+            .sum::<u64>()
+            * 1024)
+    }
+
+    /// Every process whose group is this sandbox's: one pass over `/proc`.
+    fn members(&self) -> io::Result<Vec<(i32, Stat)>> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir("/proc")? {
+            let Ok(entry) = entry else { continue };
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            // Gone since the directory was read, or not readable: not a member we can see.
+            let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            if let Some(stat) = Stat::parse(&text) {
+                if stat.pgid == self.pgid {
+                    found.push((pid, stat));
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The fields of `/proc/PID/stat` the meter reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stat {
+    pgid: i32,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    cpu_ticks: u64,
+}
+
+impl Stat {
+    /// Parse a stat line. The command name (field 2) may hold spaces and parentheses,
+    /// so fields are counted from its last `)`.
+    fn parse(text: &str) -> Option<Stat> {
+        let rest = &text[text.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // After the name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15) cutime(16) cstime(17).
+        let field = |n: usize| fields.get(n - 3).copied();
+        let pgid = field(5)?.parse().ok()?;
+        let cpu_ticks = (14..=17).map(|n| field(n).and_then(|f| f.parse::<i64>().ok()).map(|v| v.max(0) as u64)).sum::<Option<u64>>()?;
+        Some(Stat { pgid, cpu_ticks })
+    }
+}
+
+/// Kill every member of the group but its leader (what a session's R left running
+/// after a request). Each is opened as a pidfd and checked to still be a member before
+/// the signal, so a pid reused by another process in between is never signalled.
+pub fn kill_others(meter: &Meter) -> io::Result<usize> {
+    let mut killed = 0;
+    for pid in meter.others()? {
+        // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours to close.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        if fd < 0 {
+            continue; // gone already
+        }
+        let still_member = fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|t| Stat::parse(&t)).is_some_and(|s| s.pgid == meter.pgid);
+        if still_member {
+            // SAFETY: signalling through a pidfd we own; no info pointer.
+            if unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0) } == 0 {
+                killed += 1;
+            }
+        }
+        // SAFETY: closing the pidfd opened above, used nowhere else.
+        unsafe { libc::close(fd) };
+    }
+    Ok(killed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse_past_hostile_command_names() {
+        let line = "1234 (a) b (c) 5 6) S 1 777 777 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 100 0 0";
+        assert_eq!(Stat::parse(line), Some(Stat { pgid: 777, cpu_ticks: 310 }));
+        assert_eq!(Stat::parse("garbage"), None);
+    }
+
+    #[test]
+    fn a_spinning_child_counts_in_its_group() {
+        // SAFETY: the child only spins and is killed below; no locks are taken after fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: a new group for the child; it never returns from the loop.
+            unsafe { libc::setpgid(0, 0) };
+            #[allow(clippy::empty_loop)]
+            loop {}
+        }
+        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
+        unsafe { libc::setpgid(pid, pid) };
+        let meter = Meter::new(pid).unwrap();
+        // Until the child has been scheduled for 100 ms of CPU (however busy the host).
+        let mut sample = meter.sample().unwrap();
+        for _ in 0..400 {
+            if sample.cpu_ms >= 100 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            sample = meter.sample().unwrap();
+        }
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        assert_eq!(sample.processes, 1);
+        assert!(sample.cpu_ms >= 100, "{sample:?}");
+        assert!(sample.memory > 0, "{sample:?}");
+        assert!(Meter::new(pid).is_err(), "a group that is gone cannot be metered");
+    }
+}
