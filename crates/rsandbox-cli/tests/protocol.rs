@@ -287,3 +287,33 @@ fn v2_streaming_interrupt_files_and_snapshots() {
     assert_eq!(r["result"]["files"], json!([{"path": "a.csv", "size": 4, "data_base64": "eCx5Cg=="},
                                             {"path": "b.csv", "size": 4, "data_base64": "eCx5Cg=="}]), "{r}");
 }
+
+#[test]
+fn a_session_keeps_no_process_but_r_between_requests() {
+    let mut s = Server::start();
+    s.send(json!({"id": 1, "op": "session.create"}));
+    let id = s.recv_id(1)["session"].as_str().unwrap().to_string();
+    // A worker that would spin for 100 s, left running when the execute returns.
+    let start = "job <- parallel::mcparallel({ x <- 0; t <- Sys.time(); while (Sys.time() - t < 100) x <- x + 1; 'finished' }); 'started'";
+    s.send(json!({"id": 2, "op": "session.execute", "session": id, "code": start, "timeout": 20}));
+    assert_eq!(s.recv_id(2)["result"]["value"], "started");
+    // Had it survived, collecting it would wait the 100 s and time out; killed, it
+    // yields no result at once, and R's own state is intact.
+    let collect = "r <- parallel::mccollect(job, wait = TRUE); c(is.null(r[[1]]), exists('job'))";
+    s.send(json!({"id": 3, "op": "session.execute", "session": id, "code": collect, "timeout": 20}));
+    let r = s.recv_id(3);
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    assert_eq!(r["result"]["value"], json!([true, true]), "{r}");
+}
+
+#[test]
+fn a_session_is_metered_as_a_whole() {
+    let mut s = Server::start();
+    s.send(json!({"id": 1, "op": "session.create", "limits": {"cpu": 1}}));
+    let id = s.recv_id(1)["session"].as_str().unwrap().to_string();
+    let spin = "jobs <- lapply(1:4, function(i) parallel::mcparallel({ x <- 0; repeat x <- x + 1 })); parallel::mccollect(jobs)";
+    s.send(json!({"id": 2, "op": "session.execute", "session": id, "code": spin, "timeout": 30}));
+    let r = s.recv_id(2);
+    assert_eq!(r["result"]["outcome"], "cpu_limit", "{r}");
+    assert!(r["result"]["usage"]["sandbox_cpu_ms"].as_u64().unwrap() > 1000, "{r}");
+}
