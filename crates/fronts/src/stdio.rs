@@ -273,7 +273,7 @@ fn error_code(e: &EngineError) -> &'static str {
     match e {
         EngineError::Input(_) => "bad_input",
         EngineError::Busy(_) => "busy",
-        EngineError::AcquireTimeout(_) => "busy",
+        EngineError::AcquireTimeout(_) | EngineError::Capacity(_) => "busy",
         EngineError::Setup(_) => "sandbox_setup_failed",
         _ => "engine_error",
     }

@@ -352,11 +352,16 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let probe = lockdown::probe();
     let evaluation = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })
         .and_then(|e| e.eval("invisible(NULL)", &EvalOptions::default()));
-    let (layers, failure) = match evaluation {
-        Ok(r) if r.outcome == Outcome::Ok => (r.layers, None),
-        Ok(r) => (r.layers, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
-        Err(e) => (None, Some(e.to_string())),
+    let (layers, accounting, failure) = match evaluation {
+        Ok(r) if r.outcome == Outcome::Ok => (r.layers, r.usage.memory_accounting, None),
+        Ok(r) => (r.layers, None, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
+        Err(e) => (None, None, Some(e.to_string())),
     };
+    // How limits are counted: per process by rlimits, and per sandbox by the meter.
+    let accounting_json = accounting.map(|memory| {
+        serde_json::json!({"scope": "sandbox", "by": "meter", "interval_ms": rsandbox::meter::INTERVAL.as_millis() as u64,
+            "cpu": "process group", "memory": memory, "cgroup": false})
+    });
     // Strict: every layer, as the default policy asks for it.
     let strict = layers.as_ref().is_some_and(|l| {
         l.landlock == lockdown::LandlockEnforcement::Full
@@ -369,7 +374,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
         let mut value = serde_json::to_value(&probe)?;
         value["strict_policy_possible"] = serde_json::Value::Bool(strict);
         value["evaluation"] = match (&layers, &failure) {
-            (Some(l), None) => serde_json::json!({"runs": true, "layers": l}),
+            (Some(l), None) => serde_json::json!({"runs": true, "layers": l, "accounting": accounting_json}),
             (_, why) => serde_json::json!({"runs": false, "error": why}),
         };
         println!("{value}");
@@ -381,7 +386,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     println!("  seccomp          {}", yes(probe.seccomp));
     println!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
     println!("  running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
-    println!("  cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used yet)" } else { "not writable (not used)" });
+    println!("  cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used: the meter counts instead)" } else { "not writable (not used)" });
     match (&layers, &failure) {
         (Some(l), None) => {
             println!("an evaluation gets (a real sandbox was started and locked down)");
@@ -393,6 +398,11 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             println!("  landlock         {:?}", l.landlock);
             println!("  seccomp          {}", yes(l.seccomp));
             println!("  no_new_privs, rlimits, clean environment: yes");
+            let memory = match accounting {
+                Some(rsandbox::meter::MemoryAccounting::Pss) => "proportional (PSS: pages shared after fork count once)",
+                _ => "resident (RSS: pages a forked child shares count again; /proc/PID/smaps_rollup is not readable here)",
+            };
+            println!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
             println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
             Ok(0)
         }

@@ -67,6 +67,10 @@ pub enum EngineError {
     /// The session is running another execute.
     #[error("session {0} is busy with another execute")]
     Busy(String),
+    /// The server's budget for sandboxes is spent (the workspace quotas of the live
+    /// sandboxes); try again when some have ended.
+    #[error("no room for another sandbox: {0}")]
+    Capacity(String),
     /// No pool slot became free in time.
     #[error("no sandbox became free within {0:?}")]
     AcquireTimeout(std::time::Duration),

@@ -93,8 +93,8 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
         }
         executable.push(interp);
     }
-    let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
-    let workspace = root.workspace()?;
+    let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, u64::MAX)?;
+    let workspace = root.workspace(0)?;
     let mut policy = base_policy(&workspace, options, config);
     policy.executable = executable;
     let env = base_environment(&workspace);

@@ -81,7 +81,8 @@ impl Engine {
         }
         let audit = config.audit_log.as_deref().map(AuditLog::open).transpose()?;
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
-        let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base)?;
+        let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
+        let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?;
         let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
         let inner = EngineInner {
             warm: Mutex::default(),
@@ -162,7 +163,7 @@ impl Engine {
     pub(crate) fn prepare(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
         options.validate()?;
         let zygote = self.live_zygote()?;
-        let workspace = self.inner.workspaces.workspace()?;
+        let workspace = self.inner.workspaces.workspace(options.disk.unwrap_or(0))?;
         let info = zygote.info();
         let policy = r_policy::r_child_policy(info, &workspace, options, &self.inner.config);
         let env = r_policy::r_child_environment(info, &workspace);

@@ -32,6 +32,10 @@ pub struct EngineConfig {
     /// in use (`eval` and new sessions take one instead of forking). 0: fork per request,
     /// right for an engine that serves one evaluation.
     pub prefork: usize,
+    /// The workspace quotas of all live sandboxes together (a tmpfs workspace is host
+    /// memory once filled); a sandbox that would exceed it is refused. Default: half
+    /// the machine's memory.
+    pub max_total_disk: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -46,6 +50,7 @@ impl Default for EngineConfig {
             audit_log: None,
             warm: true,
             prefork: 0,
+            max_total_disk: None,
         }
     }
 }
@@ -78,7 +83,7 @@ impl Default for EvalOptions {
             cpu_seconds: None,
             memory: Some(2 << 30),
             file_size: Some(256 << 20),
-            disk: Some(512 << 20),
+            disk: Some(128 << 20),
             processes: Some(64),
             open_files: Some(256),
             max_output: 16 << 20,

@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Number of uids in the range; at most this many sandboxes can be alive at once as root.
 const UID_RANGE: u32 = 65_536;
@@ -26,6 +26,16 @@ pub struct WorkspaceRoot {
     as_root: bool,
     uid_base: u32,
     next: Mutex<u64>,
+    budget: Arc<DiskBudget>,
+}
+
+/// The server-wide cap on workspace quotas: a tmpfs workspace is host memory once
+/// filled, so the quotas of all live sandboxes (pre-forked ones included) together may
+/// not exceed it. A workspace holds its quota's share until it is removed.
+#[derive(Debug)]
+struct DiskBudget {
+    cap: u64,
+    reserved: Mutex<u64>,
 }
 
 /// One sandbox's workspace; removed (with everything in it) on drop.
@@ -33,13 +43,16 @@ pub struct WorkspaceRoot {
 pub struct Workspace {
     path: PathBuf,
     identity: Option<Identity>,
+    /// This workspace's share of the budget, returned on drop.
+    _reservation: Reservation,
     /// Holds the uid's lock; closing it (on drop, after the directory is gone) frees the uid.
     _uid_lock: Option<fs::File>,
 }
 
 impl WorkspaceRoot {
-    /// Create a fresh root under `parent` (default: the system temp dir).
-    pub fn create(parent: Option<&Path>, uid_base: u32) -> Result<WorkspaceRoot, EngineError> {
+    /// Create a fresh root under `parent` (default: the system temp dir); the quotas of
+    /// its live workspaces together stay under `disk_cap` bytes.
+    pub fn create(parent: Option<&Path>, uid_base: u32, disk_cap: u64) -> Result<WorkspaceRoot, EngineError> {
         let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
         let mut random = [0u8; 8];
         getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
@@ -54,6 +67,7 @@ impl WorkspaceRoot {
             as_root: unsafe { libc::geteuid() } == 0,
             uid_base,
             next: Mutex::new(0),
+            budget: Arc::new(DiskBudget { cap: disk_cap, reserved: Mutex::new(0) }),
         })
     }
 
@@ -62,8 +76,24 @@ impl WorkspaceRoot {
         &self.dir
     }
 
-    /// A new workspace, owned by a fresh identity when running as root.
-    pub fn workspace(&self) -> Result<Workspace, EngineError> {
+    /// A new workspace for a sandbox with a disk quota of `quota` bytes (0: none), owned
+    /// by a fresh identity when running as root. Refused when the live workspaces'
+    /// quotas would exceed the engine's cap.
+    pub fn workspace(&self, quota: u64) -> Result<Workspace, EngineError> {
+        {
+            let mut reserved = self.budget.reserved.lock().expect("disk budget");
+            if *reserved + quota > self.budget.cap {
+                return Err(EngineError::Capacity(format!(
+                    "the workspaces of the live sandboxes already reserve {} MiB of the server's {} MiB for workspaces \
+                     (this sandbox asks {} MiB); close sessions or ask for less --disk",
+                    *reserved >> 20,
+                    self.budget.cap >> 20,
+                    quota >> 20
+                )));
+            }
+            *reserved += quota;
+        }
+        let reservation = Reservation { budget: self.budget.clone(), quota };
         let n = {
             let mut next = self.next.lock().expect("workspace counter");
             *next += 1;
@@ -78,7 +108,7 @@ impl WorkspaceRoot {
             }
             false => (None, None),
         };
-        let workspace = Workspace { path, identity, _uid_lock: uid_lock };
+        let workspace = Workspace { path, identity, _reservation: reservation, _uid_lock: uid_lock };
         if let Some(id) = identity {
             std::os::unix::fs::chown(&workspace.path, Some(id.uid), Some(id.gid))
                 .map_err(EngineError::io(format!("chown {}", workspace.path.display())))?;
@@ -134,6 +164,28 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         remove_tree(&self.path);
     }
+}
+
+/// A share of the disk budget, returned when dropped (after the directory is gone: a
+/// struct's fields drop after its own `Drop`).
+#[derive(Debug)]
+struct Reservation {
+    budget: Arc<DiskBudget>,
+    quota: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut reserved = self.budget.reserved.lock().expect("disk budget");
+        *reserved = reserved.saturating_sub(self.quota);
+    }
+}
+
+/// Half the machine's memory: the default cap on all workspace quotas together.
+pub fn default_disk_cap() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (pages.max(0) as u64).saturating_mul(size.max(0) as u64) / 2
 }
 
 /// The directory of uid locks: root-owned, 0700, not a symlink (fail closed otherwise:
@@ -197,8 +249,8 @@ mod tests {
 
     #[test]
     fn workspaces_are_private_and_removed() {
-        let root = WorkspaceRoot::create(None, 2_000_000_000).unwrap();
-        let ws = root.workspace().unwrap();
+        let root = WorkspaceRoot::create(None, 2_000_000_000, u64::MAX).unwrap();
+        let ws = root.workspace(0).unwrap();
         let path = ws.path().to_path_buf();
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
         fs::create_dir(path.join("locked")).unwrap();
@@ -209,5 +261,18 @@ mod tests {
         let root_path = root.path().to_path_buf();
         drop(root);
         assert!(!root_path.exists());
+    }
+
+    #[test]
+    fn quotas_together_stay_under_the_cap_and_come_back_on_drop() {
+        let root = WorkspaceRoot::create(None, 2_000_000_000, 300 << 20).unwrap();
+        let a = root.workspace(128 << 20).unwrap();
+        let b = root.workspace(128 << 20).unwrap();
+        let refused = root.workspace(128 << 20).unwrap_err().to_string();
+        assert!(refused.contains("256 MiB of the server's 300 MiB"), "{refused}");
+        drop(a);
+        let c = root.workspace(128 << 20).unwrap();
+        drop((b, c));
+        assert!(root.workspace(300 << 20).is_ok());
     }
 }
