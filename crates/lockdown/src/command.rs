@@ -3,11 +3,20 @@
 //! Failures in the child (a layer that cannot be applied, a program that cannot be
 //! executed) travel back over a close-on-exec pipe, so the caller gets the real error
 //! instead of an anonymous exit status: the pipe reads empty exactly when `execve` worked.
+//!
+//! The program may execute itself only, and only once. Landlock's execute right alone
+//! would not hold it to that: the right must cover the program's ELF interpreter, and
+//! the interpreter runs any readable program named on its command line. So seccomp
+//! treats every `execve` as a violation reported to the caller, and the caller lets
+//! exactly one through: the launcher's own, checked by pid and number, made by our code
+//! before anything of the program has run. Any later exec (the interpreter trick, a
+//! memfd, a shell) reaches the caller as a violation, in [`Spawned::violations`].
 
+use crate::seccomp::{self, SeccompProfile};
 use crate::{apply, Policy, SeccompFilters};
 use std::ffi::CString;
 use std::io::{self, Read};
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use thiserror::Error;
@@ -52,15 +61,30 @@ pub fn thread_count() -> io::Result<usize> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unexpected /proc/self/stat"))
 }
 
-/// fd number the child's error pipe is moved to; the policy keeps fds below it + 1.
+/// fd number the child's error pipe is moved to.
 const ERROR_FD: RawFd = 3;
+/// fd number the child's end of the violation socket is moved to; the policy keeps fds
+/// below it + 1. Both are close-on-exec: the program inherits neither.
+const VIOLATION_FD: RawFd = 4;
+
+/// A program started under a policy.
+#[derive(Debug)]
+pub struct Spawned {
+    /// Its pid (also its process group); the caller waits for it.
+    pub pid: libc::pid_t,
+    /// The seccomp listener: every notification on it is a violation (the one allowed
+    /// exec has been let through already). Read it with
+    /// [`seccomp::receive_notification`].
+    pub violations: OwnedFd,
+}
 
 /// Start `program` with `args` (argv[0] included) and `env` under `policy`, inheriting
-/// fds 0-2. Returns the child's pid; the caller waits for it.
+/// fds 0-2. Returns the child's pid and its violation listener; the caller waits for it
+/// and watches the listener.
 ///
 /// Refused ([`SpawnError::Threads`]) unless the caller is single-threaded: the child
 /// allocates before `execve`, which is only sound when no other thread can hold a lock.
-pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, String)]) -> Result<libc::pid_t, SpawnError> {
+pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, String)]) -> Result<Spawned, SpawnError> {
     let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
     match thread_count() {
         Ok(1) => {}
@@ -68,10 +92,18 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
         Err(source) => return Err(SpawnError::Parent { call: "count this process's threads (/proc/self/stat)", source }),
     }
     let mut policy = policy.clone();
-    policy.keep_fds_below = ERROR_FD + 1;
-    policy.violation_fd = None;
+    policy.keep_fds_below = VIOLATION_FD + 1;
+    policy.violation_fd = Some(VIOLATION_FD);
     policy.validate().map_err(|e| invalid(&e))?;
-    let filters = SeccompFilters::build(policy.seccomp_profile()).map_err(|e| invalid(&e))?;
+    // exec is a violation for seccomp; the launcher's one exec is let through below.
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network }).map_err(|e| invalid(&e))?;
+    let (reports, reports_child) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| SpawnError::Parent { call: "create the violation socket (socketpair)", source: e.into() })?;
     let c_program = CString::new(program.as_os_str().as_bytes()).map_err(|e| invalid(&e))?;
     let c_args = args.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<Vec<_>, _>>().map_err(|e| invalid(&e))?;
     let c_env = env
@@ -98,7 +130,11 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
         // SAFETY: plain fd operations on fds this process owns.
         let moved = unsafe { libc::dup2(pipe[1], ERROR_FD) } == ERROR_FD
             // SAFETY: as above.
-            && unsafe { libc::fcntl(ERROR_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+            && unsafe { libc::fcntl(ERROR_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0
+            // SAFETY: as above.
+            && unsafe { libc::dup2(reports_child.as_raw_fd(), VIOLATION_FD) } == VIOLATION_FD
+            // SAFETY: as above.
+            && unsafe { libc::fcntl(VIOLATION_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
         let message = if !moved {
             format!("failed to move the error pipe: {}", io::Error::last_os_error())
         } else {
@@ -119,23 +155,72 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
     }
     // SAFETY: closing our copy of the write end; the child holds its own.
     unsafe { libc::close(pipe[1]) };
+    drop(reports_child);
     if pid < 0 {
         // SAFETY: closing the read end we own.
         unsafe { libc::close(pipe[0]) };
         return Err(SpawnError::Parent { call: "fork", source: io::Error::last_os_error() });
     }
     // SAFETY: pipe[0] is an fd we own and nothing else will close it.
-    let mut reader = unsafe { std::fs::File::from_raw_fd(pipe[0]) };
+    let reader = unsafe { std::fs::File::from_raw_fd(pipe[0]) };
+    let outcome = let_the_launcher_exec(pid, &reports, reader);
+    if outcome.is_err() {
+        // SAFETY: killing and reaping our own child, which failed or was refused.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+    outcome.map(|violations| Spawned { pid, violations })
+}
+
+/// Receive the child's seccomp listener, let its one `execve` through, and read the
+/// error pipe to its end (empty: the program runs). Anything else from the child is an
+/// error, and the child is killed by the caller.
+fn let_the_launcher_exec(pid: libc::pid_t, reports: &OwnedFd, mut errors: std::fs::File) -> Result<OwnedFd, SpawnError> {
+    let failed = |what: &str| SpawnError::Child(what.to_string());
+    let mut byte = [0u8; 1];
+    let listener = match crate::fdpass::recv(reports.as_fd(), &mut byte) {
+        Ok((_, mut fds)) if fds.len() == 1 => fds.pop().expect("one fd"),
+        // No listener: the lockdown failed before seccomp; the pipe says why.
+        Ok(_) => {
+            let mut report = String::new();
+            errors.read_to_string(&mut report).map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+            return Err(SpawnError::Child(if report.is_empty() { "the sandbox sent no seccomp listener".into() } else { report }));
+        }
+        Err(source) => return Err(SpawnError::Parent { call: "receive the seccomp listener", source }),
+    };
+    // The exec notification, unless the child died first (then the pipe says why).
+    let mut fds = [
+        libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: errors.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+    ];
+    // SAFETY: two valid pollfds; 20 s is far beyond any lockdown.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, 20_000) };
+    if ready <= 0 || fds[0].revents & libc::POLLIN == 0 {
+        let mut report = String::new();
+        if fds[1].revents != 0 {
+            errors.read_to_string(&mut report).map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+        }
+        return Err(SpawnError::Child(if report.is_empty() { "the sandbox never reached its exec".into() } else { report }));
+    }
+    let notification = seccomp::receive_notification(listener.as_raw_fd())
+        .map_err(|source| SpawnError::Parent { call: "receive the launcher's exec notification", source })?;
+    let is_launch = notification.pid == pid as u32
+        && (notification.syscall == libc::SYS_execve || notification.syscall == libc::SYS_execveat);
+    if !is_launch {
+        return Err(failed(&format!(
+            "the sandbox made system call {} before its program started",
+            seccomp::syscall_name(notification.syscall).unwrap_or("?")
+        )));
+    }
+    seccomp::continue_notification(listener.as_raw_fd(), notification.id)
+        .map_err(|source| SpawnError::Parent { call: "let the launcher's exec through", source })?;
     let mut report = String::new();
-    reader
-        .read_to_string(&mut report)
-        .map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+    errors.read_to_string(&mut report).map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
     if report.is_empty() {
-        Ok(pid)
+        Ok(listener)
     } else {
-        let mut status = 0;
-        // SAFETY: reaping our own failed child with a valid status pointer.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
         Err(SpawnError::Child(report))
     }
 }

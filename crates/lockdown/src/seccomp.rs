@@ -380,6 +380,18 @@ pub fn receive_notification(listener: RawFd) -> std::io::Result<Notification> {
     Ok(Notification { id: notif.id, pid: notif.pid, syscall: notif.data.nr as i64 })
 }
 
+/// Let a notified call run (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only for a call
+/// whose arguments nobody untrusted could have written: the kernel reads them again
+/// when the call proceeds.
+pub fn continue_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
+    let resp = libc::seccomp_notif_resp { id, val: 0, error: 0, flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32 };
+    // SAFETY: `resp` is a valid seccomp_notif_resp; the kernel only reads it.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Answer a notification with `EPERM` (the call is not executed).
 pub fn deny_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
     let resp = libc::seccomp_notif_resp { id, val: 0, error: -libc::EPERM, flags: 0 };

@@ -1,5 +1,7 @@
-//! `rsandbox exec`: the same lockdown for any program. Landlock's execute right is
-//! granted to that program and its ELF interpreter only, so it cannot start anything else.
+//! `rsandbox exec`: the same lockdown for any program. It may execute itself only, once:
+//! Landlock's execute right covers the program and its ELF interpreter, and seccomp
+//! reports every exec, of which the launcher's own is the only one let through (see
+//! `lockdown::command`); any other is a violation that ends the program.
 
 use crate::errors::EngineError;
 use crate::child::signal_name;
@@ -24,6 +26,9 @@ pub struct ExecReport {
     pub usage: Usage,
     /// What happened, in words.
     pub description: String,
+    /// The forbidden system call, when the outcome is `violation`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
 }
 
 /// Find `program` on the sandbox's PATH (when it has no slash) and canonicalise it.
@@ -102,16 +107,21 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
     argv.extend(args.iter().cloned());
     let start = Instant::now();
     std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
-    let pid = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
-    let (status, usage, timed_out) = wait_with_deadline(pid, start + options.timeout)?;
-    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: usage.0, max_rss_kb: usage.1, ..Usage::default() };
+    let spawned = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let waited = wait_with_deadline(&spawned, start + options.timeout)?;
+    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: waited.cpu_ms, max_rss_kb: waited.max_rss_kb, ..Usage::default() };
     std::env::set_current_dir("/").map_err(EngineError::io("leave the workspace"))?;
-    Ok(report(status, usage, timed_out, options))
+    Ok(report(waited, usage, options))
 }
 
-fn report(exit: ExitStatus, usage: Usage, timed_out: bool, options: &EvalOptions) -> ExecReport {
+fn report(waited: Waited, usage: Usage, options: &EvalOptions) -> ExecReport {
+    let Waited { exit, timed_out, violation, .. } = waited;
     let cpu_exhausted = options.cpu_seconds.is_some_and(|l| usage.cpu_ms >= l * 1000);
     let (outcome, description) = match (timed_out, exit.signal, exit.code) {
+        _ if violation.is_some() => {
+            let name = violation.as_deref().unwrap_or("unknown");
+            (Outcome::Violation, format!("killed for a forbidden system call ({name})"))
+        }
         (true, _, _) => (Outcome::Timeout, format!("killed at the {:?} time limit", options.timeout)),
         (_, Some(libc::SIGXCPU), _) => (Outcome::CpuLimit, "CPU time limit reached".into()),
         (_, Some(libc::SIGKILL), _) if cpu_exhausted => (Outcome::CpuLimit, "CPU time limit reached".into()),
@@ -122,12 +132,25 @@ fn report(exit: ExitStatus, usage: Usage, timed_out: bool, options: &EvalOptions
         (_, None, Some(c)) => (Outcome::Error, format!("exited with status {c}")),
         (_, None, None) => (Outcome::Crashed, "ended without a status".into()),
     };
-    ExecReport { outcome, exit, usage, description }
+    ExecReport { outcome, exit, usage, description, violation }
 }
 
-/// Wait for `pid` until `deadline`; kill its whole process group at the deadline and
-/// after it exits (orphans die with it). Returns status, (cpu_ms, max_rss_kb), timed out.
-fn wait_with_deadline(pid: libc::pid_t, deadline: Instant) -> Result<(ExitStatus, (u64, u64), bool), EngineError> {
+/// How the program ended, as the wait saw it.
+struct Waited {
+    exit: ExitStatus,
+    cpu_ms: u64,
+    max_rss_kb: u64,
+    timed_out: bool,
+    /// The first forbidden call reported.
+    violation: Option<String>,
+}
+
+/// Wait for the program until `deadline`, watching its violation listener; kill its
+/// whole process group at the deadline, at a violation, and after it exits (orphans
+/// die with it).
+fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -> Result<Waited, EngineError> {
+    let pid = spawned.pid;
+    let listener = spawned.violations.as_raw_fd();
     // SAFETY: pidfd_open on our own, unreaped child.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if raw < 0 {
@@ -136,14 +159,40 @@ fn wait_with_deadline(pid: libc::pid_t, deadline: Instant) -> Result<(ExitStatus
     // SAFETY: the kernel just returned this fd to us.
     let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
     let mut timed_out = false;
+    let mut violation = None;
+    let mut listening = true;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut fds = [
+            libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: if listening { listener } else { -1 }, events: libc::POLLIN, revents: 0 },
+        ];
         let ms = left.as_millis().clamp(0, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n > 0 {
+        // SAFETY: two valid pollfds (a negative fd is ignored).
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if n > 0 && fds[0].revents != 0 {
             break;
+        }
+        if n > 0 && fds[1].revents & libc::POLLIN != 0 {
+            match lockdown::seccomp::receive_notification(listener) {
+                Ok(call) => {
+                    violation.get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
+                    // SAFETY: signalling the process group we created for the child.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    // Killed anyway; the refusal only unblocks the caller sooner.
+                    let _ = lockdown::seccomp::deny_notification(listener, call.id);
+                }
+                // Its caller died first: that report is gone, the listener stays.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => {
+                    // Fail closed: a program whose violations cannot be seen is ended.
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    violation.get_or_insert(format!("unknown (the violation listener failed: {e})"));
+                }
+            }
+        } else if n > 0 && fds[1].revents != 0 {
+            listening = false; // every process under the filter is gone
         }
         if n == 0 && !timed_out {
             timed_out = true;
@@ -166,7 +215,7 @@ fn wait_with_deadline(pid: libc::pid_t, deadline: Instant) -> Result<(ExitStatus
         code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
     };
-    Ok((exit, (ms(usage.ru_utime) + ms(usage.ru_stime), usage.ru_maxrss as u64), timed_out))
+    Ok(Waited { exit, cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime), max_rss_kb: usage.ru_maxrss as u64, timed_out, violation })
 }
 
 #[cfg(test)]
