@@ -250,7 +250,9 @@ fn batch_one(engine: &rsandbox::Engine, file: &Path, options: &rsandbox::EvalOpt
                 value["file"] = serde_json::Value::String(name);
                 value.to_string()
             } else {
-                let detail = result.error.as_ref().map(|e| format!(": {}", e.message)).unwrap_or_default();
+                // The message is the sandbox's text.
+                let tty = crate::terminal::Terminals::detect().stdout;
+                let detail = result.error.as_ref().map(|e| format!(": {}", crate::terminal::inert(&e.message, tty))).unwrap_or_default();
                 format!("{name}: {} ({} ms){detail}", result.outcome.name(), result.usage.wall_ms)
             };
             (line, status)

@@ -6,6 +6,7 @@
 
 mod daemon;
 mod evaluate;
+mod terminal;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -263,24 +264,27 @@ pub(crate) fn read_source(file: &PathBuf) -> anyhow::Result<String> {
 }
 
 pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> anyhow::Result<()> {
+    // Everything below but our own last line is the sandbox's text.
+    let tty = terminal::Terminals::detect();
+    let shown = |text: &str| terminal::inert(text, tty.stderr).into_owned();
     let mut out = std::io::stdout().lock();
-    out.write_all(result.stdout.as_bytes())?;
+    out.write_all(terminal::inert(&result.stdout, tty.stdout).as_bytes())?;
     out.flush()?;
     let mut err = std::io::stderr().lock();
-    err.write_all(result.stderr.as_bytes())?;
+    err.write_all(shown(&result.stderr).as_bytes())?;
     for m in &result.messages {
-        err.write_all(m.as_bytes())?;
+        err.write_all(shown(m).as_bytes())?;
     }
     for w in &result.warnings {
         match &w.call {
-            Some(call) => writeln!(err, "Warning message:\nIn {call} : {}", w.message)?,
-            None => writeln!(err, "Warning message:\n{}", w.message)?,
+            Some(call) => writeln!(err, "Warning message:\nIn {} : {}", shown(call), shown(&w.message))?,
+            None => writeln!(err, "Warning message:\n{}", shown(&w.message))?,
         }
     }
     if let Some(e) = &result.error {
         match &e.call {
-            Some(call) => writeln!(err, "Error in {call} : {}", e.message)?,
-            None => writeln!(err, "Error: {}", e.message)?,
+            Some(call) => writeln!(err, "Error in {} : {}", shown(call), shown(&e.message))?,
+            None => writeln!(err, "Error: {}", shown(&e.message))?,
         }
     }
     let why = match result.outcome {

@@ -629,3 +629,20 @@ both!(
         std::fs::remove_dir_all(&dir).unwrap();
     }
 );
+
+/// On a terminal (a pty from util-linux `script`), control sequences the sandbox prints
+/// are shown as escapes, not sent; into a pipe the bytes are unchanged.
+#[test]
+fn terminal_escapes_from_the_sandbox_are_shown_not_sent() {
+    let _g = shared();
+    let code = r#"cat("title\033]0;owned\007 end\n"); message("clear\033[2J")"#;
+    let command = format!("{} eval '{}'", env!("CARGO_BIN_EXE_rsandbox"), code.replace('\'', "'\\''"));
+    let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux) runs");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("title\\x1b]0;owned\\x07 end"), "{shown:?}");
+    assert!(shown.contains("clear\\x1b[2J"), "{shown:?}");
+    assert!(!shown.contains('\u{1b}'), "an escape reached the terminal: {shown:?}");
+    let piped = rsandbox(Who::Root, &["eval", code]);
+    assert!(piped.stdout.contains("title\u{1b}]0;owned\u{7} end"), "{piped}");
+}
