@@ -30,7 +30,11 @@ fn main() {
     argv.extend(rest.iter().cloned());
     let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
     match lockdown::command::spawn(&policy, &program, &argv, &env) {
-        Ok(pid) => {
+        Ok(spawned) => {
+            // Not watched here: with the listener closed, any later exec fails (ENOSYS)
+            // instead of being reported.
+            let pid = spawned.pid;
+            drop(spawned.violations);
             let mut status = 0;
             // SAFETY: waiting for our own child with a valid status pointer.
             unsafe { libc::waitpid(pid, &mut status, 0) };

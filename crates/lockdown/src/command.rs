@@ -74,7 +74,8 @@ pub struct Spawned {
     pub pid: libc::pid_t,
     /// The seccomp listener: every notification on it is a violation (the one allowed
     /// exec has been let through already). Read it with
-    /// [`seccomp::receive_notification`].
+    /// [`seccomp::receive_notification`]; once it is closed, a forbidden call fails
+    /// with `ENOSYS` instead of being reported.
     pub violations: OwnedFd,
 }
 
