@@ -57,6 +57,12 @@ pub enum Treatment {
     Refused,
     /// Kernel attack surface: a violation that ends the sandbox.
     Violation,
+    /// Makes a process or a thread (`clone`, `fork`, `vfork`). With a listener it is
+    /// reported, and the supervisor lets it through ([`is_fork`]): so the supervisor
+    /// knows when a sandbox is more than one process, and meters and cleans up only
+    /// then. `clone` with namespace flags is a violation. Without a listener: allowed,
+    /// `clone` with namespace flags excepted.
+    Fork,
 }
 
 use Treatment::*;
@@ -120,7 +126,7 @@ table! {
     SYS_rt_sigqueueinfo => Allow, SYS_rt_tgsigqueueinfo => Allow, SYS_sigaltstack => Allow,
     SYS_kill => Allow, SYS_tkill => Allow, SYS_tgkill => Allow, SYS_restart_syscall => Allow,
     // processes and threads
-    SYS_clone => Allow, SYS_fork => Allow, SYS_vfork => Allow, SYS_wait4 => Allow,
+    SYS_clone => Fork, SYS_fork => Fork, SYS_vfork => Fork, SYS_wait4 => Allow,
     SYS_waitid => Allow, SYS_exit => Allow, SYS_exit_group => Allow,
     SYS_set_tid_address => Allow, SYS_arch_prctl => Allow, SYS_prctl => Allow,
     SYS_rseq => Allow, SYS_gettid => Allow, SYS_getpid => Allow, SYS_getppid => Allow,
@@ -268,6 +274,8 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
             // Not listed: ENOSYS, like any call the table does not name.
             SocketAddress => continue,
             Refused => errno(libc::EPERM),
+            Fork if violation == RET_USER_NOTIF => Decision::Return(RET_USER_NOTIF),
+            Fork => Decision::Return(RET_ALLOW),
         };
         rules.push((*nr as u32, decision));
     }
@@ -276,7 +284,9 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
         entry.1 = decision;
     };
     let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
-    set(&mut rules, libc::SYS_clone, Decision::ViolationIfAnyBit { arg: 0, mask: namespaces });
+    if violation != RET_USER_NOTIF {
+        set(&mut rules, libc::SYS_clone, Decision::ViolationIfAnyBit { arg: 0, mask: namespaces });
+    }
     let eperm = Answer::Return(bpf::ret_errno(libc::EPERM));
     let allow = Answer::Return(RET_ALLOW);
     let mut ioctls: Vec<Case> = FORBIDDEN_IOCTLS.iter().map(|r| Case::exact(*r as u32, Answer::Violation)).collect();
@@ -367,6 +377,20 @@ pub struct Notification {
     pub pid: u32,
     /// The system call number.
     pub syscall: i64,
+    /// Its arguments (values only: memory they point to may change).
+    pub args: [u64; 6],
+}
+
+/// Whether a notification is a process or thread being made (to let through), rather
+/// than a violation: `fork`, `vfork`, or `clone` without namespace flags (read from the
+/// register the kernel will use, so the answer cannot go stale).
+pub fn is_fork(notification: &Notification) -> bool {
+    let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
+    match notification.syscall {
+        libc::SYS_fork | libc::SYS_vfork => true,
+        libc::SYS_clone => notification.args[0] as u32 & namespaces == 0,
+        _ => false,
+    }
 }
 
 /// Receive one notification (`SECCOMP_IOCTL_NOTIF_RECV`).
@@ -377,7 +401,7 @@ pub fn receive_notification(listener: RawFd) -> std::io::Result<Notification> {
     if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(Notification { id: notif.id, pid: notif.pid, syscall: notif.data.nr as i64 })
+    Ok(Notification { id: notif.id, pid: notif.pid, syscall: notif.data.nr as i64, args: notif.data.args })
 }
 
 /// Let a notified call run (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only for a call
@@ -438,6 +462,7 @@ mod tests {
         let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
         let refuse_unless_zero = |arg_indices: &[usize]| if arg_indices.iter().any(|i| args[*i] != 0) { eperm } else { RET_ALLOW };
         match nr {
+            libc::SYS_clone | libc::SYS_fork | libc::SYS_vfork if violation == RET_USER_NOTIF => return violation,
             libc::SYS_clone if low(0) & namespaces != 0 => return violation,
             libc::SYS_ioctl if FORBIDDEN_IOCTLS.iter().any(|r| *r as u32 == low(1)) => return violation,
             libc::SYS_ioctl if SOCKET_IOCTL_BLOCKS.contains(&(low(1) & 0xffff_ff00)) => return eperm,
@@ -459,6 +484,7 @@ mod tests {
             Some(SocketCreate) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) },
             Some(SocketAddress) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::ENOSYS) },
             Some(Refused) => eperm,
+            Some(Fork) => RET_ALLOW,
         }
     }
 
@@ -527,10 +553,20 @@ mod tests {
         let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
-        assert_eq!(run(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
+        // Every clone is reported; the supervisor tells a fork from a namespace clone.
+        assert_eq!(run(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_USER_NOTIF);
+        assert_eq!(run(libc::SYS_fork, [0; 6]), RET_USER_NOTIF);
+        let notified = |syscall: libc::c_long, flags: u64| Notification { id: 0, pid: 1, syscall, args: [flags, 0, 0, 0, 0, 0] };
+        assert!(is_fork(&notified(libc::SYS_clone, libc::SIGCHLD as u64)));
+        assert!(is_fork(&notified(libc::SYS_vfork, 0)));
+        assert!(!is_fork(&notified(libc::SYS_execve, 0)));
         for flag in NAMESPACE_CLONE_FLAGS {
-            assert_eq!(run(libc::SYS_clone, [flag as u64 | libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_USER_NOTIF, "{flag:#x}");
+            assert!(!is_fork(&notified(libc::SYS_clone, flag as u64 | libc::SIGCHLD as u64)), "{flag:#x}");
         }
+        // Without a listener: allowed, namespace flags excepted.
+        let trap = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, args).0;
+        assert_eq!(trap(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(trap(libc::SYS_clone, [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0]), RET_TRAP);
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TIOCSTI, 0, 0, 0, 0]), RET_USER_NOTIF);
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TIOCLINUX, 0, 0, 0, 0]), RET_USER_NOTIF);
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TCGETS, 0, 0, 0, 0]), RET_ALLOW);

@@ -1177,6 +1177,11 @@ fn seccomp_listener_reports_after_a_cancelled_notification(caller: Caller) {
         Err(e) => panic!("no seccomp listener received ({e}); the child: {:?}", child.wait()),
     };
     let mut poll = libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 };
+    // The fork is reported first, and let through.
+    assert_eq!(unsafe { libc::poll(&mut poll, 1, 10_000) }, 1, "no notification of the fork");
+    let fork = seccomp::receive_notification(listener).unwrap();
+    assert!(seccomp::is_fork(&fork), "{fork:?}");
+    seccomp::continue_notification(listener, fork.id).unwrap();
     assert_eq!(unsafe { libc::poll(&mut poll, 1, 10_000) }, 1, "no notification from the grandchild");
     let pending = seccomp::receive_notification(listener).unwrap();
     assert_eq!(pending.syscall, libc::SYS_unshare);
@@ -1312,6 +1317,8 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                     Some(seccomp::Treatment::SocketCreate) => if network { CAUGHT } else { libc::EACCES },
                     Some(seccomp::Treatment::SocketAddress) => if network { CAUGHT } else { libc::ENOSYS },
                     Some(seccomp::Treatment::Refused) => libc::EPERM,
+                    // Reported (the sweep's listener refuses everything it hears of).
+                    Some(seccomp::Treatment::Fork) => VIOLATION,
                 };
                 let was_reported = reported.contains(&(nr as i64));
                 let got = match (errnos[nr], was_reported) {

@@ -3,6 +3,11 @@
 //! and not per process (ten children under `RLIMIT_AS` hold ten times the memory; eight
 //! spinning children each stay under `RLIMIT_CPU`).
 //!
+//! When: only once the sandbox has made a process or thread (seccomp reports every
+//! `clone`/`fork`/`vfork` to the supervisor, which lets it through). Until then the
+//! sandbox is one single-threaded process, which its rlimits bound exactly, and nothing
+//! reads /proc (a scan costs about 1 ms per 150 host processes).
+//!
 //! Which processes: the sandbox's process group. The child makes its own group before
 //! any user code, seccomp refuses `setsid`/`setpgid` after that, so every descendant
 //! stays in it; and the child is a child subreaper, so orphans are reparented to it and
@@ -68,12 +73,13 @@ impl Meter {
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() { MemoryAccounting::Pss } else { MemoryAccounting::Rss };
         let mut meter = Meter { pgid: leader, accounting, baseline: 0, ticks_per_ms: ticks.max(1) as f64 / 1000.0 };
-        let first = meter.sample()?;
-        if first.processes == 0 {
+        // The group is the leader alone now (it has not forked): read it, no scan.
+        let visible = fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).is_some_and(|s| s.pgid == leader);
+        if !visible {
             // /proc hides other users' processes (hidepid) or is not this pid namespace's.
             return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
         }
-        meter.baseline = first.memory;
+        meter.baseline = meter.memory_of(leader)?;
         Ok(meter)
     }
 

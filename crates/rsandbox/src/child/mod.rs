@@ -99,6 +99,10 @@ pub struct SandboxChild {
     interrupter: Interrupter,
     /// CPU and memory of the whole process group.
     meter: Option<Meter>,
+    /// The sandbox has made a process or thread since its last clean-up: until it has,
+    /// it is one single-threaded process, which its rlimits bound exactly, and neither
+    /// the meter nor the clean-up needs to look at /proc.
+    forked: bool,
     exit: Option<Exit>,
     dead: bool,
 }
@@ -192,6 +196,7 @@ impl SandboxChild {
             },
             lockdown_us: 0,
             meter: None,
+            forked: false,
             exit: None,
             dead: false,
         };
@@ -327,6 +332,10 @@ impl SandboxChild {
             metered_cpu_ms: None,
             metered_memory_peak: 0,
         };
+        if self.forked {
+            // Left forked by a request between executes (a file operation's finalizer).
+            run.next_sample = start;
+        }
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
         let mut bridge = ToolBridge {
@@ -362,7 +371,7 @@ impl SandboxChild {
     /// Read the meter when it is due, and stop the sandbox over a total.
     fn meter_sample(&mut self, run: &mut Execution) {
         let now = Instant::now();
-        if now < run.next_sample || run.killed.is_some() || run.exited_at.is_some() {
+        if !self.forked || now < run.next_sample || run.killed.is_some() || run.exited_at.is_some() {
             return;
         }
         run.next_sample = now + meter::INTERVAL;
@@ -424,11 +433,13 @@ impl SandboxChild {
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
             // the channel) between requests.
-            if let Some(meter) = &self.meter {
+            if let (true, Some(meter)) = (self.forked, &self.meter) {
                 if let Err(e) = meter::kill_others(meter) {
                     self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
                     return Ok(false);
                 }
+                // A thread of R's may fork again: that is reported like any fork.
+                self.forked = false;
             }
             return Ok(true);
         }
@@ -469,7 +480,8 @@ impl SandboxChild {
                 Some(at) => (at + INTERRUPT_GRACE).min(run.deadline.max(at)),
                 None => run.deadline,
             };
-            until.min(run.next_sample).saturating_duration_since(Instant::now())
+            let until = if self.forked { until.min(run.next_sample) } else { until };
+            until.saturating_duration_since(Instant::now())
         };
         let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: pollfds is a valid array; negative fds are ignored by poll.
@@ -509,6 +521,13 @@ impl SandboxChild {
     fn on_violation_channel(&mut self, run: &mut Execution, revents: i16) {
         match self.violations.service(revents) {
             Watch::Quiet => {}
+            Watch::Forked => {
+                if !self.forked {
+                    // Meter from now on.
+                    run.next_sample = Instant::now();
+                }
+                self.forked = true;
+            }
             Watch::Violation => self.stop(run, KillReason::Violation),
             Watch::Lost(why) => self.stop(run, KillReason::ReporterLost(why)),
         }
