@@ -1,5 +1,5 @@
 # category: exec
-# summary: memfd_create + fexecve: run a program that never touches the file system
+# summary: memfd_create + fexecve: run a program that never touches the file system (memfd refused: fexecve of a file of our own)
 # expect: outcome=violation
 # expect-violation: execveat|execve
 # targets: none
