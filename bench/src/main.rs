@@ -121,6 +121,7 @@ fn main() {
         scenarios::p1(&cfg, &mut report, &peers, &engine, &pool, "P1");
     }
     scenarios::p2(&cfg, &mut report, &peers, &engine, "P2");
+    scenarios::meter(&cfg, &mut report, &engine);
     scenarios::p3(&cfg, &mut report, &peers, &engine);
     scenarios::p4(&cfg, &mut report, &peers);
     scenarios::p5(&cfg, &mut report, &peers);

@@ -154,6 +154,36 @@ pub fn p2(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, scenar
     interleave(report, scenario, "ms", cfg.n.max(20) + cfg.n / 2, runners);
 }
 
+/// What sandbox-wide accounting costs: a session execute that forks one worker (each
+/// fork is reported to the supervisor, the group is metered, the worker is cleaned up
+/// after the request) against the same fork in plain R, and against an execute that
+/// does not fork (no accounting work at all).
+pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
+    println!("M: the meter's cost: a session execute that forks a worker");
+    const FORK: &str = "parallel::mccollect(parallel::mcparallel(1 + 1))[[1]]";
+    let session = engine.session(eval_opts(), vec![]).expect("session");
+    let xo = ExecuteOptions::default();
+    let r = session.execute(FORK, &xo).unwrap();
+    check_ok("Session::execute(mcparallel)", &r);
+    assert!(r.usage.sandbox_cpu_ms.is_some(), "a fork must start the meter: {:?}", r.usage);
+    let time_exec = |code: &str| {
+        let t = Instant::now();
+        let r = session.execute(code, &xo).unwrap();
+        let el = ms(t.elapsed());
+        check_ok("Session::execute", &r);
+        vec![el]
+    };
+    let mut runners = vec![
+        runner("rsandbox Session::execute mcparallel+mccollect (metered)", true, || time_exec(FORK)),
+        runner("rsandbox Session::execute 1+1 (no fork: nothing metered)", false, || time_exec("1+1")),
+    ];
+    match RWorker::start(cfg, "mcparallel") {
+        Ok(mut w) => runners.push(runner("parallel::mcparallel+mccollect (in plain R)", false, move || w.batch(1))),
+        Err(e) => report.skip("M", "parallel::mcparallel+mccollect (in plain R)", &e),
+    }
+    interleave(report, "M", "ms", cfg.n.max(20), runners);
+}
+
 pub fn p3(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine) {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     println!("P3: throughput, Pool of {cores} (all cores) vs concurrent Rscript, {:.1} s per measurement", cfg.p3_secs);
