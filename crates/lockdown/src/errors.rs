@@ -86,6 +86,10 @@ pub enum NamespaceError {
         #[source]
         source: io::Error,
     },
+    /// `/` is not a mount point (a plain `chroot`): its mounts cannot be made private, so
+    /// a private root and a tmpfs workspace cannot be built without leaking mounts.
+    #[error("namespaces layer: the root directory is not a mount point (a chroot?), so the sandbox's mounts cannot be kept from the host")]
+    RootNotMountPoint,
     /// Writing the uid/gid map failed. Never passed over, best effort or not: the process
     /// is already in the user namespace, where it would run as the overflow id.
     #[error("namespaces layer: failed to write {file} for the new user namespace (a user namespace without id maps is an error even with best_effort)")]

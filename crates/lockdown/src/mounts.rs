@@ -37,8 +37,12 @@ pub fn enter_mount_namespace() -> Result<(), NamespaceError> {
 /// a quota'd tmpfs workspace, and with `private_root` a root that holds nothing the
 /// policy does not name. Ends in the workspace.
 pub fn prepare_filesystem(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
-    // Nothing mounted here may propagate back to the host's mount table.
-    sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(failed("mount (make / private)"))?;
+    // Nothing mounted here may propagate back to the host's mount table. EINVAL: `/` is
+    // no mount point (a chroot), and nothing else here may be mounted either.
+    sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) => NamespaceError::RootNotMountPoint,
+        _ => failed("mount (make / private)")(e),
+    })?;
     if policy.private_root {
         enter_private_root(policy, quota, owner)?;
     } else {

@@ -53,6 +53,12 @@ fn rule(path: &Path, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, 
 /// Build and enforce the ruleset on the calling thread (and its future children).
 pub fn restrict_filesystem_and_network(policy: &Policy) -> Result<LandlockEnforcement, LandlockError> {
     let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
+    // Say plainly that the kernel lacks Landlock, rather than which access rights the
+    // ruleset could not handle.
+    let kernel_abi = sys::landlock_abi_version();
+    if kernel_abi < REQUIRED_ABI_NUMBER && !policy.best_effort {
+        return Err(LandlockError::NotEnforced { kernel_abi: kernel_abi.max(0), required_abi: REQUIRED_ABI_NUMBER });
+    }
     let mut ruleset = Ruleset::default()
         .set_compatibility(level)
         .handle_access(AccessFs::from_all(REQUIRED_ABI))?

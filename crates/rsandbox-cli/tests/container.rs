@@ -80,3 +80,81 @@ both!(
         assert_eq!(host.json()["strict_policy_possible"], json!(true), "{host}");
     }
 );
+
+// =======================================================================================
+// The other rows of the environment matrix: no Landlock, no user namespaces, a chroot.
+// =======================================================================================
+
+fn eval_in(place: Place, who: Who, extra: &[&str], code: &str) -> (Output, Value) {
+    let mut args = vec!["eval", "--json"];
+    args.extend_from_slice(extra);
+    args.push(code);
+    let out = rsandbox_in(place, who, &args, &[], None);
+    let json = if out.stdout.trim().is_empty() { Value::Null } else { out.json() };
+    (out, json)
+}
+
+/// In a weaker environment: refused by default with the missing layer and the option
+/// named; with the option, the evaluation runs, holds what it still can, and `check`
+/// reports exactly the layers the evaluation reports.
+fn refused_then_runs_with(place: Place, who: Who, option: &str, missing: &str) -> Value {
+    let (out, _) = eval_in(place, who, &[], "1 + 1");
+    out.assert_code(11);
+    assert!(out.stderr.contains(missing), "names the missing layer ({missing}):{out}");
+    assert!(out.stderr.contains(option), "names the option ({option}):{out}");
+    let refused = rsandbox_in(place, who, &["check", "--json"], &[], None);
+    refused.assert_code(1);
+    assert_eq!(refused.json()["evaluation"]["runs"], json!(false), "{refused}");
+    assert_eq!(refused.json()["strict_policy_possible"], json!(false), "{refused}");
+
+    let code = concat!(
+        "c(passwd = !inherits(try(readLines('/etc/passwd'), silent = TRUE), 'try-error'),",
+        "  socket = !inherits(try(socketConnection('127.0.0.1', 1, timeout = 1), silent = TRUE), 'try-error'),",
+        "  write_ws = file.create('x'))"
+    );
+    let (out, j) = eval_in(place, who, &[option], code);
+    assert_outcome(&out, &j, "ok", 0);
+    assert_eq!(j["value"], json!({"passwd": false, "socket": false, "write_ws": true}), "{out}");
+    let (violation, v) = eval_in(place, who, &[option], "system('id')");
+    assert_outcome(&violation, &v, "violation", 9);
+    let checked = rsandbox_in(place, who, &["check", "--json", option], &[], None);
+    checked.assert_code(0);
+    let checked_layers = checked.json()["evaluation"]["layers"].clone();
+    for layer in ["namespaces", "private_root", "workspace_quota", "landlock", "seccomp"] {
+        assert_eq!(checked_layers[layer], j["layers"][layer], "check and an evaluation agree on {layer}:{checked}{out}");
+    }
+    j["layers"].clone()
+}
+
+both!(
+    /// gVisor and old kernels have no Landlock: refused unless `--best-effort`; then the
+    /// private root, seccomp and the uid still keep host files and the network out.
+    fn without_landlock_best_effort_says_what_is_missing(who) {
+        let _g = shared();
+        let layers = refused_then_runs_with(Place::NoLandlock, who, "--best-effort", "Landlock");
+        assert_eq!(layers["landlock"], "none", "{layers}");
+        assert_eq!(layers["private_root"], json!(true), "{layers}");
+        assert_eq!(layers["seccomp"], json!(true), "{layers}");
+    }
+);
+
+/// An unprivileged user without user namespaces gets no namespaces at all: refused
+/// unless `--no-namespaces`, then as in a default container.
+#[test]
+fn without_user_namespaces_a_user_runs_with_no_namespaces() {
+    let _g = shared();
+    let layers = refused_then_runs_with(Place::NoUserNamespaces, Who::User, "--no-namespaces", "namespaces");
+    assert_eq!(layers["namespaces"], json!([]), "{layers}");
+    assert_eq!(layers["landlock"], "full", "{layers}");
+}
+
+/// A chroot whose `/` is not a mount point: the mount namespace cannot be kept from the
+/// host, so it is refused (naming why), and `--no-namespaces` runs.
+#[test]
+fn in_a_chroot_the_mount_steps_are_refused_and_named() {
+    let _g = shared();
+    let layers = refused_then_runs_with(Place::Chroot, Who::Root, "--no-namespaces", "not a mount point");
+    assert_eq!(layers["private_root"], json!(false), "{layers}");
+    assert_eq!(layers["landlock"], "full", "{layers}");
+    assert!(layers["identity"]["uid"].as_u64().unwrap() >= 2_000_000_000, "{layers}");
+}

@@ -320,14 +320,24 @@ pub enum Place {
     Host,
     /// Under a container runtime's default seccomp profile ([`in_container_default`]).
     ContainerDefault,
+    /// As on a kernel without Landlock ([`without_landlock`]).
+    NoLandlock,
+    /// Where unprivileged user namespaces are refused ([`without_user_namespaces`]).
+    NoUserNamespaces,
+    /// In a chroot whose `/` is not a mount point ([`in_chroot`]; root only).
+    Chroot,
 }
 
 /// Run `rsandbox args…` as `who`, in `place`.
 pub fn rsandbox_in(place: Place, who: Who, args: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>) -> Output {
     let bins = binaries();
     let mut command = Command::new(&bins.cli);
-    if place == Place::ContainerDefault {
-        in_container_default(&mut command);
+    match place {
+        Place::Host => {}
+        Place::ContainerDefault => in_container_default(&mut command),
+        Place::NoLandlock => without_landlock(&mut command),
+        Place::NoUserNamespaces => without_user_namespaces(&mut command),
+        Place::Chroot => in_chroot(&mut command),
     }
     command.args(args).env_clear().current_dir("/");
     command.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C.UTF-8");

@@ -658,6 +658,19 @@ fn with_remedy(error: String) -> String {
              profile does): run without them with --no-namespaces (EngineConfig::namespaces = false); \
              every other layer still holds, and `rsandbox check --no-namespaces` shows what you get"
         )
+    } else if error.contains("does not enforce Landlock") {
+        format!(
+            "{error}. This kernel (or runtime, such as gVisor) offers no Landlock: run with --best-effort \
+             (EngineConfig::best_effort = true) to use the other layers (the private root, seccomp, rlimits \
+             and the uid drop still hold); `rsandbox check --best-effort` shows what you get"
+        )
+    } else if error.contains("root directory is not a mount point") {
+        format!(
+            "{error}. Run without namespaces with --no-namespaces (EngineConfig::namespaces = false): \
+             every other layer still holds (host paths stay unreadable, but visible to stat; the \
+             workspace is a plain directory without a quota), and `rsandbox check --no-namespaces` \
+             shows what you get"
+        )
     } else {
         error
     }
