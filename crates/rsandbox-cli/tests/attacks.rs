@@ -57,6 +57,25 @@ fn attack_corpus_in_container_as_user() {
     corpus(Mode::ContainerUser);
 }
 
+/// On a kernel without Landlock, with `--best-effort`: the private root, seccomp and the
+/// uid drop must hold every case.
+#[test]
+fn attack_corpus_without_landlock_as_root() {
+    corpus(Mode::NoLandlockRoot);
+}
+
+/// Where user namespaces are refused, an unprivileged user runs with `--no-namespaces`.
+#[test]
+fn attack_corpus_without_user_namespaces_as_user() {
+    corpus(Mode::NoUserNamespacesUser);
+}
+
+/// In a chroot whose `/` is not a mount point, with `--no-namespaces`.
+#[test]
+fn attack_corpus_in_chroot_as_root() {
+    corpus(Mode::ChrootRoot);
+}
+
 #[test]
 fn attack_corpus_calibration() {
     corpus(Mode::Calibration);

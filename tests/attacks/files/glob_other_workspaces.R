@@ -2,6 +2,7 @@
 # summary: find and read every other sandbox's workspace with a glob
 # expect: outcome=ok
 # expect-stdout-contains: 0 files in other workspaces
+# nolandlock-loses: without Landlock the private root's skeleton directories can be listed: the sandbox sees its own workspace's path (ReadDir is what Landlock denied); no other workspace exists in its root
 # targets: secret:victim, proc:victim
 # calibrate: yes
 # calibrate-pidns: no

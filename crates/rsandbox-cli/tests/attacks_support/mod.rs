@@ -132,7 +132,7 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("SLEEPER_PID", Some("proc:sleeper")),
 ];
 
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 23] = [
     "category",
     "summary",
     "args",
@@ -155,6 +155,7 @@ const KEYS: [&str; 22] = [
     "calibrate-pidns",
     "container-expect",
     "container-loses",
+    "nolandlock-loses",
 ];
 /// Keys that may appear more than once.
 const REPEATABLE: [&str; 5] = [
@@ -219,6 +220,8 @@ pub struct Case {
     pub cal_pidns: bool,
     /// What the namespace-less container rows expect instead, when they differ.
     pub container: Option<ContainerRule>,
+    /// What the row without Landlock cannot hold, and why.
+    pub no_landlock: Option<ContainerRule>,
     /// The file's text (header included); placeholders not yet substituted.
     pub source: String,
     /// Placeholders used anywhere in the file.
@@ -546,6 +549,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_net,
         cal_pidns,
         container,
+        no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
         source,
         placeholders,
     })
@@ -1107,6 +1111,13 @@ pub enum Mode {
     ContainerRoot,
     /// As `User`, in the same emulated container.
     ContainerUser,
+    /// As `Root`, on a kernel without Landlock (its calls answer ENOSYS), with
+    /// `--best-effort`.
+    NoLandlockRoot,
+    /// As `User`, where user namespaces are refused, with `--no-namespaces`.
+    NoUserNamespacesUser,
+    /// As `Root`, in a chroot whose `/` is not a mount point, with `--no-namespaces`.
+    ChrootRoot,
     /// Unsandboxed `Rscript` as root in a pid (+net) namespace: does the attack work?
     Calibration,
 }
@@ -1118,24 +1129,42 @@ impl Mode {
             Mode::User => "user",
             Mode::ContainerRoot => "container-root",
             Mode::ContainerUser => "container-user",
+            Mode::NoLandlockRoot => "no-landlock-root",
+            Mode::NoUserNamespacesUser => "no-userns-user",
+            Mode::ChrootRoot => "chroot-root",
             Mode::Calibration => "calibration",
         }
     }
     /// The CLI runs as the unprivileged attack user.
     pub fn user(self) -> bool {
-        matches!(self, Mode::User | Mode::ContainerUser)
+        matches!(self, Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser)
     }
-    /// The CLI runs in the emulated default container.
+    /// The CLI runs without namespaces (`--no-namespaces`): the cases' `container-expect`
+    /// and `container-loses` headers (what a namespace-less sandbox cannot hold) apply.
     pub fn container(self) -> bool {
-        matches!(self, Mode::ContainerRoot | Mode::ContainerUser)
+        matches!(self, Mode::ContainerRoot | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::ChrootRoot)
     }
     /// Options the mode adds to every `rsandbox run`.
     pub fn cli_flags(self) -> &'static [&'static str] {
-        if self.container() { &["--no-namespaces"] } else { &[] }
+        match self {
+            _ if self.container() => &["--no-namespaces"],
+            Mode::NoLandlockRoot => &["--best-effort"],
+            _ => &[],
+        }
+    }
+    /// Put `command` in the mode's environment (after the identity switch).
+    fn enter(self, command: &mut Command) {
+        match self {
+            Mode::ContainerRoot | Mode::ContainerUser => container::in_container_default(command),
+            Mode::NoLandlockRoot => container::without_landlock(command),
+            Mode::NoUserNamespacesUser => container::without_user_namespaces(command),
+            Mode::ChrootRoot => container::in_chroot(command),
+            Mode::Root | Mode::User | Mode::Calibration => {}
+        }
     }
     fn owner(self) -> (u32, u32, PathBuf) {
         match self {
-            Mode::User | Mode::ContainerUser => {
+            Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser => {
                 let a = attack_user();
                 (a.uid, a.gid, PathBuf::from(a.home))
             }
@@ -1342,9 +1371,7 @@ impl Run {
         if self.mode.user() {
             as_user(&mut c);
         }
-        if self.mode.container() {
-            container::in_container_default(&mut c);
-        }
+        self.mode.enter(&mut c);
         c
     }
 
@@ -1473,11 +1500,13 @@ impl Run {
             .into_iter()
             .filter(|p| !(p.zombie() && p.ppid == 1))
             .filter(|p| match self.mode {
-                Mode::Root | Mode::ContainerRoot => {
+                Mode::Root | Mode::ContainerRoot | Mode::NoLandlockRoot | Mode::ChrootRoot => {
+                    // In a chroot, /proc/PID/exe reads through the chroot directory.
+                    let ours = |e: &Path| e.starts_with(&run_dir) || e.starts_with(&bin_dir);
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
-                        && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
+                        && p.exe.as_deref().is_some_and(|e| ours(e) || container::outside_chroot(e).is_some_and(|inside| ours(&inside)))
                 }
-                Mode::User | Mode::ContainerUser => p.uids.contains(&self.uid),
+                Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser => p.uids.contains(&self.uid),
                 Mode::Calibration => false,
             })
             .collect();
@@ -1947,7 +1976,10 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         }
         Some(j) => {
             let outcome = j["outcome"].as_str().unwrap_or("?").to_string();
-            let rule = case.container.as_ref().filter(|_| run.mode.container());
+            let rule = match run.mode {
+                Mode::NoLandlockRoot => case.no_landlock.as_ref(),
+                mode => case.container.as_ref().filter(|_| mode.container()),
+            };
             let shown = match j["violation"]["syscall"].as_str() {
                 Some(sc) => format!("{outcome}({sc})"),
                 None => outcome.clone(),
@@ -2040,8 +2072,10 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                 ));
             }
             if let Some(l) = j.get("layers").filter(|l| !l.is_null()) {
-                if l["landlock"] != "full" || l["seccomp"] != Value::Bool(true) {
-                    failures.push(format!("layers not all applied: {l}"));
+                // Without Landlock (and opted in), it must say so; everywhere else it holds.
+                let landlock = if run.mode == Mode::NoLandlockRoot { "none" } else { "full" };
+                if l["landlock"] != landlock || l["seccomp"] != Value::Bool(true) {
+                    failures.push(format!("layers not as the mode gives them (landlock {landlock}, seccomp): {l}"));
                 }
             }
         }
@@ -2232,7 +2266,7 @@ fn workers(mode: Mode) -> usize {
     // RLIMIT_NPROC counts the victim's processes and every case running beside this one
     // together (a known loss of the mode): one case at a time, so that the legitimate
     // cases that fork keep room to fork.
-    let default = if mode == Mode::ContainerUser { 1 } else { 3 };
+    let default = if matches!(mode, Mode::ContainerUser | Mode::NoUserNamespacesUser) { 1 } else { 3 };
     std::env::var("RSANDBOX_ATTACK_WORKERS").ok().and_then(|w| w.parse().ok()).filter(|&w| w > 0).unwrap_or(default)
 }
 

@@ -104,9 +104,10 @@ struct ChrootTree {
     root_c: CString,
 }
 
+static CHROOT: OnceLock<ChrootTree> = OnceLock::new();
+
 fn chroot_tree() -> &'static ChrootTree {
-    static TREE: OnceLock<ChrootTree> = OnceLock::new();
-    TREE.get_or_init(|| {
+    CHROOT.get_or_init(|| {
         let root = Path::new("/tmp").join(format!("rsandbox-chroot-{}", std::process::id()));
         std::fs::create_dir_all(&root).expect("create the chroot directory");
         let mut binds = Vec::new();
@@ -133,6 +134,14 @@ fn chroot_tree() -> &'static ChrootTree {
         let root_c = CString::new(root.to_str().unwrap()).unwrap();
         ChrootTree { root, binds, root_c }
     })
+}
+
+/// `path` as a process in the chroot names it, when the host's view of it lies in the
+/// chroot directory (`/proc/PID/exe` of a chrooted process reads through it).
+#[allow(dead_code)] // used by the attack corpus only
+pub fn outside_chroot(path: &Path) -> Option<PathBuf> {
+    let tree = CHROOT.get()?;
+    path.strip_prefix(&tree.root).ok().map(|rest| Path::new("/").join(rest))
 }
 
 /// Run `command` (as root) inside a chroot whose `/` is not a mount point: every
