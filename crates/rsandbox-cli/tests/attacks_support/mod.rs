@@ -187,6 +187,26 @@ pub enum ContainerRule {
     Loses(String),
 }
 
+/// The rule a mode applies to a case, if the mode cannot hold it as the host does.
+/// `container-expect` says what a runtime's own refusal turns an outcome into, so it
+/// applies where an environment filter refuses first: the emulated containers, and
+/// (for the user-namespace calls it refuses, beside the host's outcome) the row without
+/// user namespaces; in a chroot nothing refuses first. `container-loses` applies to
+/// every row without namespaces.
+fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
+    match (mode, &case.container) {
+        (Mode::NoLandlockRoot, _) => case.no_landlock.clone(),
+        (Mode::ContainerRoot | Mode::ContainerUser, rule) => rule.clone(),
+        (Mode::NoUserNamespacesUser, Some(ContainerRule::Expect { outcomes, reason })) => {
+            let mut either = case.outcomes.clone();
+            either.extend(outcomes.iter().filter(|o| !case.outcomes.contains(o)).cloned());
+            Some(ContainerRule::Expect { outcomes: either, reason: reason.clone() })
+        }
+        (Mode::NoUserNamespacesUser | Mode::ChrootRoot, Some(ContainerRule::Loses(reason))) => Some(ContainerRule::Loses(reason.clone())),
+        _ => None,
+    }
+}
+
 /// One case file.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -945,7 +965,10 @@ pub fn processes() -> Vec<ProcInfo> {
         let field = |n: &str| status.lines().find_map(|l| l.strip_prefix(n)).unwrap_or_default().trim().to_string();
         let exe = fs::read_link(e.path().join("exe")).ok().map(|p| {
             let s = p.to_string_lossy().into_owned();
-            PathBuf::from(s.strip_suffix(" (deleted)").unwrap_or(&s))
+            let path = PathBuf::from(s.strip_suffix(" (deleted)").unwrap_or(&s));
+            // A chrooted process's exe reads through the chroot directory: name it as
+            // the process does (the chroot binds the host's directories at their places).
+            container::outside_chroot(&path).unwrap_or(path)
         });
         out.push(ProcInfo {
             pid,
@@ -1501,10 +1524,8 @@ impl Run {
             .filter(|p| !(p.zombie() && p.ppid == 1))
             .filter(|p| match self.mode {
                 Mode::Root | Mode::ContainerRoot | Mode::NoLandlockRoot | Mode::ChrootRoot => {
-                    // In a chroot, /proc/PID/exe reads through the chroot directory.
-                    let ours = |e: &Path| e.starts_with(&run_dir) || e.starts_with(&bin_dir);
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
-                        && p.exe.as_deref().is_some_and(|e| ours(e) || container::outside_chroot(e).is_some_and(|inside| ours(&inside)))
+                        && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
                 }
                 Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser => p.uids.contains(&self.uid),
                 Mode::Calibration => false,
@@ -1976,10 +1997,8 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         }
         Some(j) => {
             let outcome = j["outcome"].as_str().unwrap_or("?").to_string();
-            let rule = match run.mode {
-                Mode::NoLandlockRoot => case.no_landlock.as_ref(),
-                mode => case.container.as_ref().filter(|_| mode.container()),
-            };
+            let rule = rule_for(run.mode, case);
+            let rule = rule.as_ref();
             let shown = match j["violation"]["syscall"].as_str() {
                 Some(sc) => format!("{outcome}({sc})"),
                 None => outcome.clone(),
