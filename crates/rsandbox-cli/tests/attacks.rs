@@ -15,6 +15,11 @@ fn corpus(mode: Mode) {
     let _serial = RUN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (reports, global) = run_corpus(mode);
     assert_clean(mode, &reports, &global);
+    // The README's matrix row, from a full run only.
+    let filtered = std::env::var("RSANDBOX_ATTACK_FILTER").is_ok_and(|f| !f.is_empty());
+    if mode != Mode::Calibration && !filtered {
+        check_matrix_row(mode, &reports);
+    }
 }
 
 /// The headers alone: every file parses, and the corpus covers what it must.
