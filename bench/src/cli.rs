@@ -19,6 +19,10 @@ pub struct Args {
     /// Print where a fresh session's time and memory go, then exit (not written to results).
     #[arg(long)]
     pub probe: bool,
+    /// Run only these scenarios (comma-separated: P1,P2,M,P3,P4,P5,P6,S1,S2,S3,C1,G);
+    /// results go to `only-<list>.md`/`.json` instead of `latest.*`.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 /// What a run does, derived from the options.
@@ -34,6 +38,8 @@ pub struct Cfg {
     pub out: PathBuf,
     /// Where the R workers' stderr goes.
     pub log: PathBuf,
+    /// The scenarios to run (empty: all).
+    pub only: Vec<String>,
 }
 
 impl Args {
@@ -47,6 +53,19 @@ impl Args {
             p4_counts: if quick { vec![1, 5] } else { vec![1, 10, 50] },
             out: self.out.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results")),
             log: std::env::temp_dir().join(format!("rsandbox-bench-{}.log", std::process::id())),
+            only: self.only.iter().map(|s| s.trim().to_ascii_uppercase()).collect(),
         }
+    }
+}
+
+impl Cfg {
+    /// Whether scenario `id` is part of this run.
+    pub fn runs(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == id)
+    }
+
+    /// The stem of the result files: `latest`, or `only-P1-M` for a partial run.
+    pub fn results_stem(&self) -> String {
+        if self.only.is_empty() { "latest".into() } else { format!("only-{}", self.only.join("-")) }
     }
 }

@@ -116,28 +116,50 @@ fn main() {
     let engine = scenarios::start_engine(&[]);
     let info = engine.info();
     let mut report = Report::default();
-    {
+    if cfg.runs("P1") {
         let pool = scenarios::start_pool(&engine, 2);
         scenarios::p1(&cfg, &mut report, &peers, &engine, &pool, "P1");
     }
-    scenarios::p2(&cfg, &mut report, &peers, &engine, "P2");
-    scenarios::meter(&cfg, &mut report, &engine);
-    scenarios::p3(&cfg, &mut report, &peers, &engine);
-    scenarios::p4(&cfg, &mut report, &peers);
-    scenarios::p5(&cfg, &mut report, &peers);
-    scenarios::p6(&cfg, &mut report, &peers, &cli);
-    let quiet_lockdown = fronts::s1(&cfg, &mut report, &peers, &cli);
-    fronts::s2(&cfg, &mut report, &cli);
-    let busy_lockdown = fronts::s3(&cfg, &mut report, &peers, &cli);
+    if cfg.runs("P2") {
+        scenarios::p2(&cfg, &mut report, &peers, &engine, "P2");
+    }
+    if cfg.runs("M") {
+        scenarios::meter(&cfg, &mut report, &engine);
+    }
+    if cfg.runs("P3") {
+        scenarios::p3(&cfg, &mut report, &peers, &engine);
+    }
+    if cfg.runs("P4") {
+        scenarios::p4(&cfg, &mut report, &peers);
+    }
+    if cfg.runs("P5") {
+        scenarios::p5(&cfg, &mut report, &peers);
+    }
+    if cfg.runs("P6") {
+        scenarios::p6(&cfg, &mut report, &peers, &cli);
+    }
+    let quiet_lockdown = if cfg.runs("S1") { fronts::s1(&cfg, &mut report, &peers, &cli) } else { Vec::new() };
+    if cfg.runs("S2") {
+        fronts::s2(&cfg, &mut report, &cli);
+    }
+    let busy_lockdown = if cfg.runs("S3") { fronts::s3(&cfg, &mut report, &peers, &cli) } else { Vec::new() };
     let what = "child lockdown (namespaces through seccomp), as each sandbox measured it";
-    report.add("L", &format!("{what}: children of S1"), "us", quiet_lockdown, true, "forked one at a time between requests");
-    report.add("L", &format!("{what}: children of S3"), "us", busy_lockdown, false, "forked while 2 cores evaluate flat out");
-    let runtime_dir = std::env::temp_dir().join(format!("rsandbox-bench-run-{}", std::process::id()));
-    std::fs::create_dir_all(&runtime_dir).expect("a runtime dir");
-    std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod the runtime dir");
-    fronts::c1(&cfg, &mut report, &peers, &cli, &runtime_dir);
-    std::fs::remove_dir_all(&runtime_dir).ok();
-    scenarios::growth(&cfg, &mut report, &peers);
+    if !quiet_lockdown.is_empty() {
+        report.add("L", &format!("{what}: children of S1"), "us", quiet_lockdown, true, "forked one at a time between requests");
+    }
+    if !busy_lockdown.is_empty() {
+        report.add("L", &format!("{what}: children of S3"), "us", busy_lockdown, false, "forked while 2 cores evaluate flat out");
+    }
+    if cfg.runs("C1") {
+        let runtime_dir = std::env::temp_dir().join(format!("rsandbox-bench-run-{}", std::process::id()));
+        std::fs::create_dir_all(&runtime_dir).expect("a runtime dir");
+        std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod the runtime dir");
+        fronts::c1(&cfg, &mut report, &peers, &cli, &runtime_dir);
+        std::fs::remove_dir_all(&runtime_dir).ok();
+    }
+    if cfg.runs("G") {
+        scenarios::growth(&cfg, &mut report, &peers);
+    }
     targets(&mut report);
     report.notes.push("P1 Pool::eval waits (untimed) before each sample until the pool's 2 children are forked, so it measures a request that finds a pre-forked child; P3 measures the sustained rate including forking.".into());
     report.notes.push("P2 tool round trip = median(echo(1)) - median(identity(1)), both on the same session with the echo tool registered.".into());
@@ -162,7 +184,11 @@ fn main() {
         "cpu": cpu,
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "mode": if cfg.quick { "quick" } else { "full" },
-        "command": format!("cargo build --release && cargo run --release -p rsandbox-bench{}", if cfg.quick { " -- --quick" } else { "" }),
+        "command": format!(
+            "cargo build --release && cargo run --release -p rsandbox-bench{}{}",
+            if cfg.quick || !cfg.only.is_empty() { " --" } else { "" },
+            [if cfg.quick { " --quick".to_string() } else { String::new() }, if cfg.only.is_empty() { String::new() } else { format!(" --only {}", cfg.only.join(",")) }].concat()
+        ),
         "duration_s": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         "samples_per_latency_system": cfg.n,
         "peers": peer_status,

@@ -144,10 +144,11 @@ pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
     }
     let targets: Vec<Value> = report.targets.iter().map(|(t, m, v)| json!({"target": t, "measured": m, "verdict": v})).collect();
     let doc = json!({"meta": meta, "rows": json_rows, "targets": targets, "notes": report.notes});
-    std::fs::write(cfg.out.join("latest.md"), &md).expect("write latest.md");
-    std::fs::write(cfg.out.join("latest.json"), serde_json::to_string_pretty(&doc).unwrap()).expect("write latest.json");
+    let (md_path, json_path) = (cfg.out.join(format!("{}.md", cfg.results_stem())), cfg.out.join(format!("{}.json", cfg.results_stem())));
+    std::fs::write(&md_path, &md).expect("write the results (md)");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc).unwrap()).expect("write the results (json)");
     println!("\n{md}");
-    println!("wrote {} and {}", cfg.out.join("latest.md").display(), cfg.out.join("latest.json").display());
+    println!("wrote {} and {}", md_path.display(), json_path.display());
 }
 
 pub fn verdict(measured: f64, target: f64, lower_is_better: bool, unit: &str) -> String {
