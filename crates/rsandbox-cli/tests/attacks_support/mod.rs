@@ -2448,7 +2448,7 @@ pub fn matrix_row(mode: Mode, reports: &[Report]) -> String {
     let corpus = if losses.is_empty() {
         format!("{held} of {} hold", reports.len())
     } else {
-        format!("{held} of {} hold; known losses: {}", reports.len(), losses.join(", "))
+        format!("{held} of {} hold; marked as losses here, checks skipped: {}", reports.len(), losses.join(", "))
     };
     let flags = if mode.cli_flags().is_empty() { "—".to_string() } else { format!("`{}`", mode.cli_flags().join(" ")) };
     format!("| {place} | {who} | {default_text} | {flags} | {layers} | {corpus} |")
