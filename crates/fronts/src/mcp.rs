@@ -2,6 +2,14 @@
 //! lets an AI agent run R in persistent, isolated sessions over the same engine as every
 //! other front.
 //!
+//! Transports: stdio ([`serve_stdio`]) and streamable HTTP ([`serve_http`], loopback
+//! unless a token file is given, see [`crate::auth`]). Over HTTP each MCP session (its
+//! `Mcp-Session-Id`) is a connection with an implicit R session of its own; handles from
+//! `new_session` work from any connection, which is what stateless clients need.
+//!
+//! Sessions are capped per server and per connection, and a session unused for the
+//! idle timeout is closed (a later call with its handle is told so).
+//!
 //! Tools: `run_r` (in this connection's session, created on first use, or in a session
 //! named by a handle), `new_session`, `close_session`, `reset_session`. A result is
 //! what a console would have shown (bounded), one PNG image per plot, and the engine's
@@ -15,14 +23,21 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt}
 use rsandbox::{Engine, EngineError, EvalOptions, EvalResult, ExecuteOptions, Outcome, Session};
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Characters of console text a result carries; the rest is cut, and said so.
 pub const MAX_TEXT: usize = 20_000;
-/// Sessions one server holds at once.
+/// Sessions one server holds at once, by default.
 pub const MAX_SESSIONS: usize = 32;
+/// Sessions one connection may hold at once (its own and those it made), by default.
+pub const MAX_SESSIONS_PER_CONNECTION: usize = 8;
+/// How long a session may go unused before it is closed, by default.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Handles of idle-closed sessions remembered, to say why a handle is gone.
+const REMEMBERED_CLOSED: usize = 256;
 /// Longest `timeout_s` a call may ask for.
 pub const MAX_TIMEOUT_S: f64 = 300.0;
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
@@ -81,15 +96,153 @@ pub struct SessionHandle {
     pub session: String,
 }
 
-/// Open sessions by handle, with the limits each was created with (for a reset).
-type Sessions = Arc<Mutex<HashMap<String, (Arc<Session>, EvalOptions)>>>;
+/// The server's limits on sessions.
+#[derive(Clone, Copy, Debug)]
+pub struct McpConfig {
+    /// Sessions open at once on the server.
+    pub max_sessions: usize,
+    /// Sessions open at once per connection (its implicit one included).
+    pub max_sessions_per_connection: usize,
+    /// A session unused this long is closed.
+    pub idle_timeout: Duration,
+}
 
-/// The MCP server: one engine, the sessions of this server, and this connection's own.
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig { max_sessions: MAX_SESSIONS, max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION, idle_timeout: IDLE_TIMEOUT }
+    }
+}
+
+/// One open session: the limits it was made with (for a reset), its connection, and
+/// when it was last used (calls running in it count as use).
+struct Entry {
+    session: Arc<Session>,
+    options: EvalOptions,
+    owner: u64,
+    last_used: Instant,
+    running: usize,
+}
+
+/// Every session of the server, by handle: one owner of the caps and the idle rule.
+struct Registry {
+    engine: Engine,
+    config: McpConfig,
+    /// What the sandboxes lack here (said in the server's instructions), empty when
+    /// every layer holds.
+    missing: Vec<String>,
+    open: Mutex<HashMap<String, Entry>>,
+    /// Handles closed for idleness, newest last, with how long they had been idle.
+    idle_closed: Mutex<VecDeque<(String, Duration)>>,
+    next_connection: AtomicU64,
+}
+
+impl Registry {
+    fn open(&self, owner: u64, options: EvalOptions) -> Result<String, String> {
+        {
+            let open = self.open.lock().expect("sessions");
+            if open.len() >= self.config.max_sessions {
+                return Err(format!("{} sessions are open on this server (its limit); close one first", open.len()));
+            }
+            let mine = open.values().filter(|e| e.owner == owner).count();
+            if mine >= self.config.max_sessions_per_connection {
+                return Err(format!("this connection holds {mine} sessions (its limit); close one first"));
+            }
+        }
+        let session = self.engine.session(options.clone(), vec![]).map_err(|e| e.to_string())?;
+        let id = session.id().to_string();
+        let entry = Entry { session: Arc::new(session), options, owner, last_used: Instant::now(), running: 0 };
+        self.open.lock().expect("sessions").insert(id.clone(), entry);
+        Ok(id)
+    }
+
+    /// The session of a handle, marked in use until the guard drops.
+    fn acquire(self: &Arc<Self>, handle: &str) -> Result<InUse, String> {
+        let mut open = self.open.lock().expect("sessions");
+        match open.get_mut(handle) {
+            Some(entry) => {
+                entry.running += 1;
+                entry.last_used = Instant::now();
+                Ok(InUse { registry: self.clone(), handle: handle.to_string(), session: entry.session.clone() })
+            }
+            None => Err(self.why_gone(handle)),
+        }
+    }
+
+    fn why_gone(&self, handle: &str) -> String {
+        let closed = self.idle_closed.lock().expect("idle-closed");
+        match closed.iter().rev().find(|(h, _)| h == handle) {
+            Some((_, idle)) => format!(
+                "session {handle:?} was closed after {} s without use (the server's idle timeout); start a new one",
+                idle.as_secs()
+            ),
+            None => format!("no session {handle:?} (it was closed, or never existed: new_session gives a handle)"),
+        }
+    }
+
+    fn close(&self, handle: &str) -> bool {
+        self.open.lock().expect("sessions").remove(handle).is_some()
+    }
+
+    /// Close every session unused for the idle timeout (none with a call running).
+    fn close_idle(&self) {
+        let now = Instant::now();
+        let expired: Vec<(String, Duration)> = {
+            let mut open = self.open.lock().expect("sessions");
+            let ids: Vec<String> = open
+                .iter()
+                .filter(|(_, e)| e.running == 0 && now.duration_since(e.last_used) >= self.config.idle_timeout)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter().filter_map(|id| open.remove(&id).map(|e| (id, now.duration_since(e.last_used)))).collect()
+        };
+        // The sessions themselves end here, outside the lock.
+        let mut closed = self.idle_closed.lock().expect("idle-closed");
+        for item in expired {
+            closed.push_back(item);
+            if closed.len() > REMEMBERED_CLOSED {
+                closed.pop_front();
+            }
+        }
+    }
+}
+
+/// A session while a call uses it: not closed for idleness meanwhile.
+struct InUse {
+    registry: Arc<Registry>,
+    handle: String,
+    session: Arc<Session>,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Some(entry) = self.registry.open.lock().expect("sessions").get_mut(&self.handle) {
+            entry.running -= 1;
+            entry.last_used = Instant::now();
+        }
+    }
+}
+
+/// One connection (stdio, or one MCP session over HTTP): its number and its implicit
+/// R session, closed when the connection ends.
+struct Connection {
+    id: u64,
+    registry: Arc<Registry>,
+    implicit: Mutex<Option<String>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(handle) = self.implicit.lock().expect("implicit session").take() {
+            self.registry.close(&handle);
+        }
+    }
+}
+
+/// The MCP server of one connection, over the sessions of the whole server.
 #[derive(Clone)]
 pub struct McpServer {
-    engine: Engine,
-    sessions: Sessions,
-    connection_session: Arc<Mutex<Option<String>>>,
+    registry: Arc<Registry>,
+    connection: Arc<Connection>,
 }
 
 fn internal(e: impl std::fmt::Display) -> ErrorData {
@@ -98,13 +251,24 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 
 #[tool_router]
 impl McpServer {
-    /// A server over `engine` (which should keep children forked ahead: `prefork`).
+    /// A server over `engine` (which should keep children forked ahead: `prefork`),
+    /// with the default limits; one connection.
     pub fn new(engine: Engine) -> McpServer {
-        McpServer {
-            engine,
-            sessions: Arc::default(),
-            connection_session: Arc::default(),
-        }
+        McpServer::connect(&Self::registry(engine, McpConfig::default()))
+    }
+
+    fn registry(engine: Engine, config: McpConfig) -> Arc<Registry> {
+        Self::registry_with(engine, config, Vec::new())
+    }
+
+    fn registry_with(engine: Engine, config: McpConfig, missing: Vec<String>) -> Arc<Registry> {
+        Arc::new(Registry { engine, config, missing, open: Mutex::default(), idle_closed: Mutex::default(), next_connection: AtomicU64::new(1) })
+    }
+
+    /// A new connection to the server's sessions.
+    fn connect(registry: &Arc<Registry>) -> McpServer {
+        let id = registry.next_connection.fetch_add(1, Ordering::Relaxed);
+        McpServer { registry: registry.clone(), connection: Arc::new(Connection { id, registry: registry.clone(), implicit: Mutex::default() }) }
     }
 
     #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Run R code in a persistent, isolated R session and see what an R console would show: \
@@ -121,7 +285,8 @@ impl McpServer {
     }
 
     #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
-        Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). At most 32 sessions at once.")]
+        Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). The server caps the sessions open \
+        at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default).")]
     async fn new_session(&self, Parameters(args): Parameters<NewSession>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -133,7 +298,7 @@ impl McpServer {
                 cpu_seconds: args.cpu_s,
                 ..EvalOptions::default()
             };
-            match this.open_session(options) {
+            match this.registry.open(this.connection.id, options) {
                 Ok(id) => {
                     let mut result = CallToolResult::success(vec![Content::text(id.clone())]);
                     result.structured_content = Some(json!({"session": id}));
@@ -148,10 +313,9 @@ impl McpServer {
 
     #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Close an R session (its variables and files are gone).")]
     async fn close_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
-        let removed = self.sessions.lock().expect("sessions").remove(&args.session);
-        Ok(match removed {
-            Some(_) => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
-            None => CallToolResult::error(vec![Content::text(format!("no session {:?}", args.session))]),
+        Ok(match self.registry.close(&args.session) {
+            true => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
+            false => CallToolResult::error(vec![Content::text(self.registry.why_gone(&args.session))]),
         })
     }
 
@@ -163,7 +327,7 @@ impl McpServer {
             Ok(s) => s,
             Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
         };
-        let sent = session.interrupt();
+        let sent = session.session.interrupt();
         Ok(CallToolResult::success(vec![Content::text(if sent { "interrupt sent" } else { "nothing was running" })]))
     }
 
@@ -172,7 +336,7 @@ impl McpServer {
     async fn list_files(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let listed = this.session_for(args.session).and_then(|s| s.list_files().map_err(|e| e.to_string()));
+            let listed = this.session_for(args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
             Ok(match listed {
                 Ok((files, truncated)) => {
                     let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
@@ -198,7 +362,7 @@ impl McpServer {
     async fn read_file(&self, Parameters(args): Parameters<FilePath>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read = this.session_for(args.session).and_then(|s| s.get_file(&args.path).map_err(|e| e.to_string()));
+            let read = this.session_for(args.session).and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -225,7 +389,7 @@ impl McpServer {
     async fn write_file(&self, Parameters(args): Parameters<WriteFile>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let written = this.session_for(args.session).and_then(|s| s.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
+            let written = this.session_for(args.session).and_then(|s| s.session.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
             Ok(match written {
                 Ok(size) => CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))]),
                 Err(why) => CallToolResult::error(vec![Content::text(why)]),
@@ -239,13 +403,17 @@ impl McpServer {
     async fn reset_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = this.sessions.lock().expect("sessions").get(&args.session).map(|(_, o)| o.clone());
+            let registry = &this.registry;
+            let options = registry.open.lock().expect("sessions").get(&args.session).map(|e| e.options.clone());
             let Some(options) = options else {
-                return Ok(CallToolResult::error(vec![Content::text(format!("no session {:?}", args.session))]));
+                return Ok(CallToolResult::error(vec![Content::text(registry.why_gone(&args.session))]));
             };
-            match this.engine.session(options.clone(), vec![]) {
+            match registry.engine.session(options, vec![]) {
                 Ok(fresh) => {
-                    this.sessions.lock().expect("sessions").insert(args.session.clone(), (Arc::new(fresh), options));
+                    if let Some(entry) = registry.open.lock().expect("sessions").get_mut(&args.session) {
+                        entry.session = Arc::new(fresh);
+                        entry.last_used = Instant::now();
+                    }
                     Ok(CallToolResult::success(vec![Content::text(format!("session {} reset", args.session))]))
                 }
                 Err(e) => Ok(CallToolResult::error(vec![Content::text(e.to_string())])),
@@ -257,32 +425,20 @@ impl McpServer {
 }
 
 impl McpServer {
-    fn open_session(&self, options: EvalOptions) -> Result<String, String> {
-        if self.sessions.lock().expect("sessions").len() >= MAX_SESSIONS {
-            return Err(format!("{MAX_SESSIONS} sessions are open; close one first"));
-        }
-        let session = self.engine.session(options.clone(), vec![]).map_err(|e| e.to_string())?;
-        let id = session.id().to_string();
-        self.sessions.lock().expect("sessions").insert(id.clone(), (Arc::new(session), options));
-        Ok(id)
-    }
-
-    /// The session a call names, or this connection's own (created on first use).
-    fn session_for(&self, handle: Option<String>) -> Result<Arc<Session>, String> {
+    /// The session a call names, or this connection's own (created on first use),
+    /// marked in use for the call.
+    fn session_for(&self, handle: Option<String>) -> Result<InUse, String> {
         let handle = match handle {
             Some(h) => h,
             None => {
-                let mut own = self.connection_session.lock().expect("connection session");
-                match own.as_ref().filter(|h| self.sessions.lock().expect("sessions").contains_key(*h)) {
+                let mut own = self.connection.implicit.lock().expect("implicit session");
+                match own.as_ref().filter(|h| self.registry.open.lock().expect("sessions").contains_key(*h)) {
                     Some(h) => h.clone(),
-                    None => own.insert(self.open_session(EvalOptions::default())?).clone(),
+                    None => own.insert(self.registry.open(self.connection.id, EvalOptions::default())?).clone(),
                 }
             }
         };
-        match self.sessions.lock().expect("sessions").get(&handle) {
-            Some((session, _)) => Ok(session.clone()),
-            None => Err(format!("no session {handle:?} (it was closed, or never existed: new_session gives a handle)")),
-        }
+        self.registry.acquire(&handle)
     }
 
     fn run_r_blocking(&self, args: RunR) -> Result<CallToolResult, ErrorData> {
@@ -297,7 +453,7 @@ impl McpServer {
             Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
         };
         let options = ExecuteOptions { timeout: Duration::from_secs_f64(timeout), ..ExecuteOptions::default() };
-        match session.execute(&args.code, &options) {
+        match session.session.execute(&args.code, &options) {
             Ok(result) => Ok(render(&result, timeout)),
             Err(EngineError::Busy(_)) => Ok(CallToolResult::error(vec![Content::text(
                 "this session is still running an earlier call; wait for it, or use another session",
@@ -381,19 +537,154 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
 #[tool_handler]
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "Runs R code in isolated sandboxes (no network, no programs, limited memory and time). \
-             Use run_r; variables persist in this connection's session. new_session gives more sessions.",
-        )
+        let mut instructions = "Runs R code in isolated sandboxes (no network, no programs, limited memory and time). \
+             Use run_r; variables persist in this connection's session. new_session gives more sessions."
+            .to_string();
+        if !self.registry.missing.is_empty() {
+            instructions.push_str(&format!(
+                " This server runs with weaker isolation than the default (the operator chose to): {}. Every \
+                 result's structured content names the layers applied.",
+                self.registry.missing.join("; ")
+            ));
+        }
+        ServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(instructions)
     }
 }
 
+/// What a sandbox lacks compared with the full lockdown, in words (empty: nothing).
+pub fn missing_layers(applied: &rsandbox::Applied) -> Vec<String> {
+    let mut missing = Vec::new();
+    if applied.namespaces.is_empty() {
+        missing.push("no namespaces (no separate network stack; sockets still cannot be made)".to_string());
+    }
+    if !applied.private_root {
+        missing.push("no private root (host paths visible to stat, still unreadable)".to_string());
+    }
+    if applied.workspace_quota.is_none() {
+        missing.push("no disk quota on the workspace (each file still capped)".to_string());
+    }
+    if applied.landlock != rsandbox::LandlockEnforcement::Full {
+        missing.push(format!("Landlock {:?}", applied.landlock).to_lowercase());
+    }
+    if !applied.seccomp {
+        missing.push("no seccomp filter".to_string());
+    }
+    missing
+}
+
+/// Start one sandbox before serving: an environment that cannot give the layers asked
+/// for refuses here (fail closed); what an opted-in weaker mode lacks is returned.
+fn verify(engine: &Engine) -> Result<Vec<String>, String> {
+    engine.verify_lockdown().map(|applied| missing_layers(&applied)).map_err(|e| e.to_string())
+}
+
+/// Close idle sessions every so often, for as long as the server runs.
+fn spawn_idle_reaper(registry: &Arc<Registry>) {
+    let weak = Arc::downgrade(registry);
+    let every = (registry.config.idle_timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(registry) = weak.upgrade() else { return };
+            // Closing a session waits for its sandbox to end: off the async threads.
+            if tokio::task::spawn_blocking(move || registry.close_idle()).await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
 /// Serve MCP on stdin/stdout until the client closes the connection.
-pub fn serve_stdio(engine: Engine) -> Result<(), String> {
+pub fn serve_stdio(engine: Engine, config: McpConfig) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let missing = verify(&engine)?;
     runtime.block_on(async move {
-        let service = McpServer::new(engine).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
+        let registry = McpServer::registry_with(engine, config, missing);
+        spawn_idle_reaper(&registry);
+        let service = McpServer::connect(&registry).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
         service.waiting().await.map_err(|e| e.to_string())?;
         Ok(())
     })
+}
+
+/// Serve MCP over streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM. Without
+/// `tokens` only a loopback address is accepted; with them every request needs
+/// `Authorization: Bearer TOKEN`. `ready` is called with the bound address (port 0
+/// picks one) once the server accepts connections.
+pub fn serve_http(
+    engine: Engine,
+    addr: std::net::SocketAddr,
+    tokens: Option<crate::auth::Tokens>,
+    config: McpConfig,
+    ready: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), String> {
+    use rmcp::transport::streamable_http_server::{session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService};
+    crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
+    let missing = verify(&engine)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let registry = McpServer::registry_with(engine, config, missing);
+        spawn_idle_reaper(&registry);
+        let mut http_config = StreamableHttpServerConfig::default();
+        // Cancelled at SIGINT/SIGTERM: every MCP session ends, then the listener.
+        let shutdown = http_config.cancellation_token.clone();
+        if tokens.is_some() {
+            // Reached by name from other hosts: the bearer token is the guard, not the
+            // Host header (which rmcp checks against loopback names by default).
+            http_config = http_config.disable_allowed_hosts();
+        }
+        let factory_registry = registry.clone();
+        let service: StreamableHttpService<McpServer, LocalSessionManager> = StreamableHttpService::new(
+            move || Ok(McpServer::connect(&factory_registry)),
+            Arc::new(LocalSessionManager::default()),
+            http_config,
+        );
+        let tokens = Arc::new(tokens);
+        let router = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(move |request, next| {
+            let tokens = tokens.clone();
+            async move { authorize(&tokens, request, next).await }
+        }));
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        ready(bound);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                stop_signal().await;
+                shutdown.cancel();
+            })
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        // Without signal handlers the server runs until killed.
+        _ => std::future::pending::<()>().await,
+    }
+}
+
+/// Every request carries a token of the file, when there is one: 401 otherwise.
+async fn authorize(tokens: &Option<crate::auth::Tokens>, request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if let Some(tokens) = tokens {
+        let presented = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if presented.and_then(|h| tokens.check_bearer(h)).is_none() {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                axum::Json(json!({"error": {"code": "unauthorized", "message": "a valid bearer token is required"}})),
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
 }

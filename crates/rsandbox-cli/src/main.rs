@@ -101,9 +101,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// A Model Context Protocol server on stdin/stdout: AI agents run R through its
-    /// tools (run_r, new_session, close_session, reset_session).
+    /// A Model Context Protocol server for AI agents: on stdin/stdout, or over
+    /// streamable HTTP with --http. Tools: run_r, new_session, close_session,
+    /// reset_session, interrupt, list_files, read_file, write_file.
     Mcp {
+        /// Serve streamable HTTP at http://ADDR:PORT/mcp instead of stdio (port 0 picks
+        /// one; the address is printed on stderr). Only loopback without --token-file.
+        #[arg(long, value_name = "ADDR:PORT")]
+        http: Option<std::net::SocketAddr>,
+        /// Bearer tokens, one NAME:TOKEN per line, file mode 0600: every HTTP request
+        /// must carry one (required for a non-loopback address).
+        #[arg(long, requires = "http")]
+        token_file: Option<PathBuf>,
+        /// Sessions open at once on the server.
+        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS)]
+        max_sessions: usize,
+        /// Sessions open at once per connection (its own included).
+        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS_PER_CONNECTION)]
+        max_sessions_per_connection: usize,
+        /// Seconds a session may go unused before it is closed.
+        #[arg(long, default_value_t = fronts::mcp::IDLE_TIMEOUT.as_secs_f64())]
+        idle_timeout: f64,
         /// Children kept forked and locked down ahead of requests (default: one per core).
         #[arg(long)]
         prefork: Option<usize>,
@@ -235,7 +253,9 @@ fn main() -> ExitCode {
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
         Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
         Command::Lint { file, json } => lint(read_source(&file), json),
-        Command::Mcp { prefork, engine } => mcp(&engine, prefork),
+        Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
+            mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
+        }
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
@@ -335,10 +355,45 @@ fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn mcp(engine: &EngineArgs, prefork: Option<usize>) -> anyhow::Result<u8> {
+fn mcp(
+    engine: &EngineArgs,
+    prefork: Option<usize>,
+    http: Option<std::net::SocketAddr>,
+    token_file: Option<PathBuf>,
+    max_sessions: usize,
+    max_sessions_per_connection: usize,
+    idle_timeout: f64,
+) -> anyhow::Result<u8> {
+    if !(idle_timeout.is_finite() && idle_timeout > 0.0) {
+        eprintln!("rsandbox: --idle-timeout must be a positive number of seconds, got {idle_timeout}");
+        return Ok(EXIT_BAD_INPUT);
+    }
+    if max_sessions == 0 || max_sessions_per_connection == 0 {
+        eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
+        return Ok(EXIT_BAD_INPUT);
+    }
+    let config = fronts::mcp::McpConfig { max_sessions, max_sessions_per_connection, idle_timeout: Duration::from_secs_f64(idle_timeout) };
+    // Refuse a bad token file or an open bind before R starts: bad input, nothing runs.
+    let tokens = match token_file.as_deref().map(fronts::auth::Tokens::load).transpose() {
+        Ok(tokens) => tokens,
+        Err(e) => {
+            eprintln!("rsandbox: {e}");
+            return Ok(EXIT_BAD_INPUT);
+        }
+    };
+    if let Some(Err(e)) = http.map(|addr| fronts::auth::check_bind(addr, tokens.as_ref())) {
+        eprintln!("rsandbox: {e}");
+        return Ok(EXIT_BAD_INPUT);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
-    fronts::mcp::serve_stdio(engine).map_err(anyhow::Error::msg)?;
+    match http {
+        None => fronts::mcp::serve_stdio(engine, config).map_err(anyhow::Error::msg)?,
+        Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, |bound| {
+            eprintln!("rsandbox mcp: listening on http://{bound}/mcp");
+        })
+        .map_err(anyhow::Error::msg)?,
+    }
     Ok(0)
 }
 

@@ -158,3 +158,22 @@ fn in_a_chroot_the_mount_steps_are_refused_and_named() {
     assert_eq!(layers["landlock"], "full", "{layers}");
     assert!(layers["identity"]["uid"].as_u64().unwrap() >= 2_000_000_000, "{layers}");
 }
+
+both!(
+    /// A server refuses to start where the sandbox cannot get its layers (it would fail
+    /// every request), naming the option; with the option it serves.
+    fn the_mcp_server_refuses_to_start_without_its_layers(who) {
+        let _g = shared();
+        let out = rsandbox_in(Place::ContainerDefault, who, &["mcp"], &[], Some(b""));
+        out.assert_code(11);
+        assert!(out.stderr.contains("--no-namespaces"), "names the option:{out}");
+        // With it, the server starts and tells the agent what the sandboxes lack.
+        let initialize = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}
+"#;
+        let out = rsandbox_in(Place::ContainerDefault, who, &["mcp", "--no-namespaces"], &[], Some(initialize));
+        let reply: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or("null")).unwrap_or(Value::Null);
+        let instructions = reply["result"]["instructions"].as_str().unwrap_or_default();
+        assert!(instructions.contains("weaker isolation") && instructions.contains("no namespaces"), "{out}");
+        assert!(instructions.contains("no private root"), "{out}");
+    }
+);

@@ -1,10 +1,12 @@
-//! `rsandbox mcp` driven by the official MCP Python SDK (`tests/mcp/client.py`), in the
-//! virtual environment `scripts/install-deps.sh` makes (`~/.cache/rsandbox/mcp-venv`,
-//! or `RSANDBOX_MCP_PYTHON`). Without it the test says so and does not pass silently:
-//! it fails, naming the install step.
+//! `rsandbox mcp` driven by the official MCP Python SDK, in the virtual environment
+//! `scripts/install-deps.sh` makes (`~/.cache/rsandbox/mcp-venv`, or
+//! `RSANDBOX_MCP_PYTHON`): the same checks over stdio and over streamable HTTP
+//! (`tests/mcp/client.py`), and what only HTTP has (`tests/mcp/http_checks.py`). Without
+//! the venv the tests say so and do not pass silently: they fail, naming the install step.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("RSANDBOX_MCP_PYTHON") {
@@ -14,19 +16,61 @@ fn python() -> PathBuf {
     home.join(".cache/rsandbox/mcp-venv/bin/python")
 }
 
-#[test]
-fn an_mcp_client_runs_r_through_every_tool() {
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp").join(name)
+}
+
+/// Run an SDK script; its `ok ` lines are the checks that passed.
+fn run_python(args: &[&str]) -> String {
     let python = python();
     assert!(
         python.exists(),
         "{} is missing: run scripts/install-deps.sh (it makes the venv with the MCP Python SDK)",
         python.display()
     );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
-    let out = Command::new(&python).arg(&script).arg(env!("CARGO_BIN_EXE_rsandbox")).output().expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = Command::new(&python).args(args).output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
     assert!(out.status.success(), "the MCP client failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+#[test]
+fn an_mcp_client_runs_r_through_every_tool() {
+    let stdout = run_python(&[script("client.py").to_str().unwrap(), "stdio", env!("CARGO_BIN_EXE_rsandbox")]);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
+}
+
+/// The same ten checks over streamable HTTP, against `rsandbox mcp --http 127.0.0.1:0`.
+#[test]
+fn the_same_checks_pass_over_streamable_http() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rsandbox mcp --http");
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).expect("the server's first line");
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let result = std::panic::catch_unwind(|| run_python(&[script("client.py").to_str().unwrap(), "http", &url]));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().expect("wait for the server");
+    let stdout = result.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
+    assert!(status.success(), "SIGTERM ends the server cleanly: {status:?}");
+}
+
+/// Tokens, the loopback rule, sessions per MCP session, caps, the idle timeout, and four
+/// clients making 200 calls each at once.
+#[test]
+fn over_http_tokens_caps_idle_sessions_and_concurrent_clients() {
+    let stdout = run_python(&[script("http_checks.py").to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 5, "every check ran:\n{stdout}");
 }

@@ -37,6 +37,7 @@ pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome, WorkspaceFile};
 pub use session::{ExecuteOptions, Session};
 pub use tools::{ArgType, Tool, ToolSpec};
+pub use lockdown::{Applied, LandlockEnforcement};
 
 use audit::AuditLog;
 use child::{Request, SandboxChild, ToolEvent};
@@ -245,6 +246,21 @@ impl Engine {
     pub(crate) fn audit(&self, event: &str, id: &str, fields: serde_json::Value) {
         if let Some(log) = &self.inner.audit {
             log.record(event, id, fields);
+        }
+    }
+
+    /// Start one sandbox with the default limits and report what it applied: a server
+    /// calls this before it serves, so that an environment that cannot give the required
+    /// layers refuses at start (fail closed) instead of failing every request.
+    pub fn verify_lockdown(&self) -> Result<lockdown::Applied, EngineError> {
+        let result = self.eval("invisible(NULL)", &EvalOptions::default())?;
+        match (result.outcome, result.layers) {
+            (Outcome::Ok, Some(layers)) => Ok(layers),
+            (outcome, _) => Err(EngineError::Setup(format!(
+                "a test sandbox ended {}: {}",
+                outcome.name(),
+                result.error.map_or_else(|| "no detail".to_string(), |e| e.message)
+            ))),
         }
     }
 
