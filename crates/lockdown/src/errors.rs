@@ -12,6 +12,18 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PolicyError {
+    /// Only some entries of a directory can be shown in a private root of the sandbox's
+    /// own; without one the whole tree would be readable.
+    #[error("showing only some packages (visible_only) needs the private root (namespaces and a disk quota)")]
+    VisibleOnlyWithoutPrivateRoot,
+    /// An entry of `visible_only` is not a plain name.
+    #[error("visible_only entry {entry:?} of {dir} is not a plain name")]
+    BadVisibleEntry {
+        /// The directory.
+        dir: PathBuf,
+        /// The entry.
+        entry: String,
+    },
     /// A read-write path must exist: it is the sandbox's own workspace.
     #[error("read-write path {path} does not exist")]
     MissingWritablePath {

@@ -67,7 +67,7 @@ mod sys;
 
 
 pub use errors::LockdownError;
-pub use policy::{Identity, Limits, Policy, WorkspaceQuota};
+pub use policy::{Identity, Limits, Policy, VisibleOnly, WorkspaceQuota};
 pub use probe::{probe, Probe};
 pub use ruleset::LandlockEnforcement;
 pub use seccomp::{SeccompFilters, SeccompProfile};

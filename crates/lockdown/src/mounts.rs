@@ -85,6 +85,9 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
             bound.push(path);
         }
     }
+    for visible in &policy.visible_only {
+        show_only(&new_root, visible)?;
+    }
     mount_workspace(&new_root, quota, owner)?;
     let old = new_root.join(".old-root");
     fs::create_dir(&old).map_err(failed("mkdir .old-root"))?;
@@ -95,6 +98,23 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     // The skeleton itself is read-only: only the workspace below it can be written.
     sys::mount(None, "/", None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV, None)
         .map_err(failed("remount / read-only"))
+}
+
+/// Cover `visible.dir` (already bound under `root`) with an empty tmpfs and bind back
+/// only the kept entries that exist: the others are absent from the sandbox's root.
+fn show_only(root: &Path, visible: &crate::policy::VisibleOnly) -> Result<(), NamespaceError> {
+    let target = join(root, &visible.dir);
+    if !target.is_dir() {
+        return Ok(()); // not part of this root: nothing of it is visible anyway
+    }
+    sys::mount_at(&c_path(&target)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=1m,mode=0755")
+        .map_err(failed(format!("tmpfs over {}", visible.dir.display())))?;
+    for entry in &visible.entries {
+        replicate(root, &visible.dir.join(entry), true)?;
+    }
+    // The cover itself read-only, like the rest of the skeleton.
+    sys::remount_bind(&c_path(&target)?, libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV)
+        .map_err(failed(format!("remount {} read-only", visible.dir.display())))
 }
 
 /// Recreate `path` under `root`: a symlink as the same symlink, a directory or file as a

@@ -81,6 +81,20 @@ pub struct Policy {
     /// holder learns of every forbidden call (and ends the sandbox). `None`: a forbidden
     /// call kills the calling process with SIGSYS.
     pub violation_fd: Option<RawFd>,
+    /// Directories of which only some entries exist in the private root (an R library
+    /// with only the allowed packages): the rest is not hidden but absent, so neither R
+    /// nor native code can reach it. Needs the private root.
+    #[serde(default)]
+    pub visible_only: Vec<VisibleOnly>,
+}
+
+/// A directory of which only `entries` exist inside the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct VisibleOnly {
+    /// The directory (absolute; it must lie in a read-only tree of the policy).
+    pub dir: PathBuf,
+    /// The names kept (plain names, no `/`).
+    pub entries: Vec<String>,
 }
 
 impl Default for Policy {
@@ -98,6 +112,7 @@ impl Default for Policy {
             best_effort: false,
             keep_fds_below: 3,
             violation_fd: None,
+            visible_only: Vec::new(),
         }
     }
 }
@@ -130,6 +145,15 @@ impl Policy {
         ] {
             if value == Some(0) {
                 return Err(PolicyError::ZeroLimit { name });
+            }
+        }
+        if !self.visible_only.is_empty() && !self.private_root {
+            return Err(PolicyError::VisibleOnlyWithoutPrivateRoot);
+        }
+        for v in &self.visible_only {
+            check_path(&v.dir)?;
+            if let Some(bad) = v.entries.iter().find(|e| e.is_empty() || *e == "." || *e == ".." || e.contains('/') || e.contains('\0')) {
+                return Err(PolicyError::BadVisibleEntry { dir: v.dir.clone(), entry: bad.clone() });
             }
         }
         if let Some(quota) = &self.workspace_quota {
@@ -201,5 +225,16 @@ mod tests {
     fn unknown_fields_are_refused() {
         let err = serde_json::from_str::<Limits>(r#"{"memroy": 5}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `memroy`"), "{err}");
+    }
+
+    #[test]
+    fn showing_only_some_entries_needs_the_private_root_and_plain_names() {
+        let visible = |entries: &[&str]| vec![VisibleOnly { dir: "/usr/lib/R/library".into(), entries: entries.iter().map(|e| e.to_string()).collect() }];
+        let p = Policy { visible_only: visible(&["stats"]), ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::VisibleOnlyWithoutPrivateRoot)));
+        for bad in ["..", "a/b", ""] {
+            let p = Policy { visible_only: visible(&[bad]), private_root: true, ..Policy::default() };
+            assert!(matches!(p.validate(), Err(PolicyError::BadVisibleEntry { .. })), "{bad:?}: {:?}", p.validate());
+        }
     }
 }

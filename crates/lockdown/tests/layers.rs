@@ -1392,6 +1392,7 @@ fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
         best_effort: false,
         keep_fds_below: 3,
         violation_fd: None,
+        visible_only: Vec::new(),
     }
 }
 

@@ -53,7 +53,9 @@ impl DaemonKey {
     /// The key for an engine configuration; `None` when the daemon cannot serve it
     /// (an audit log belongs to the invocation that names it).
     pub fn for_config(config: &EngineConfig) -> Option<DaemonKey> {
-        if config.audit_log.is_some() || config.zygote_path.is_some() || config.workspace_root.is_some() {
+        // A profile other than the default is the invocation's own too (the daemon is
+        // started by name with the engine flags only).
+        if config.audit_log.is_some() || config.zygote_path.is_some() || config.workspace_root.is_some() || config.profile.name != "strict" {
             return None;
         }
         Some(DaemonKey { preload: config.preload.clone(), best_effort: config.best_effort, namespaces: config.namespaces })

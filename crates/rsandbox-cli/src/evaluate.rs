@@ -47,7 +47,7 @@ const MAX_DAEMON_REQUEST: usize = 12 << 20;
 
 /// Evaluate one job; print like Rscript or as JSON; the exit status.
 pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, json: bool) -> anyhow::Result<u8> {
-    let options = limits.options()?;
+    let options = limits.options(&engine.profile())?;
     // Validate before starting R: bad input costs nothing.
     rsandbox::options::validate_code(&job.code)?;
     options.validate()?;
@@ -196,7 +196,7 @@ fn batch_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// `run --jobs N a.R b.R dir/`: each file in its own fresh sandbox from one engine that
 /// keeps N children ready; a line per file as each finishes; the worst exit status.
 pub fn batch(paths: &[PathBuf], args: &[String], jobs: Option<usize>, limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
-    let options = limits.options()?;
+    let options = limits.options(&engine.profile())?;
     options.validate()?;
     let files = batch_files(paths)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -10,6 +10,7 @@ mod terminal;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use rsandbox::profile::Profile;
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -152,9 +153,9 @@ enum Command {
 
 #[derive(Args, Clone)]
 pub(crate) struct LimitArgs {
-    /// Wall-clock limit in seconds (fractions allowed).
-    #[arg(long, default_value = "30", allow_hyphen_values = true)]
-    timeout: String,
+    /// Wall-clock limit in seconds (fractions allowed; default 30, or the profile's).
+    #[arg(long, allow_hyphen_values = true)]
+    timeout: Option<String>,
     /// CPU-time limit in seconds.
     #[arg(long)]
     cpu: Option<u64>,
@@ -196,23 +197,38 @@ pub(crate) struct EngineArgs {
     /// daemon (also `RSANDBOX_NO_DAEMON=1`).
     #[arg(long)]
     pub(crate) no_daemon: bool,
+    /// The policy profile: the built-in `strict` (the default) or a TOML file (extra
+    /// read paths, a package allowlist, limits, preload; see the README).
+    #[arg(long, value_name = "NAME|FILE", value_parser = load_profile)]
+    profile: Option<Profile>,
+}
+
+fn load_profile(text: &str) -> Result<Profile, String> {
+    Profile::load(text).map_err(|e| e.to_string())
 }
 
 impl LimitArgs {
-    pub(crate) fn options(&self) -> Result<EvalOptions, rsandbox::InputError> {
+    /// The limits: the flags given, else the profile's, else the defaults.
+    pub(crate) fn options(&self, profile: &Profile) -> Result<EvalOptions, rsandbox::InputError> {
         let bad = |what: &str, value: &str| rsandbox::InputError::BadLimit { what: what.into(), value: value.into() };
-        let secs: f64 = self.timeout.parse().map_err(|_| bad("--timeout (seconds)", &self.timeout))?;
-        if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-            return Err(bad("--timeout (seconds, above 0, at most 86400)", &self.timeout));
-        }
-        let defaults = EvalOptions::default();
+        let defaults = profile.apply_limits(EvalOptions::default());
+        let secs = match &self.timeout {
+            None => defaults.timeout.as_secs_f64(),
+            Some(text) => {
+                let secs: f64 = text.parse().map_err(|_| bad("--timeout (seconds)", text))?;
+                if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+                    return Err(bad("--timeout (seconds, above 0, at most 86400)", text));
+                }
+                secs
+            }
+        };
         let size = |flag: &str, v: &Option<String>, d: Option<u64>| match v.as_deref() {
             None => Ok(d),
             Some(text) => parse_size(text).map(Some).map_err(|_| bad(&format!("{flag} (a size such as 512M)"), text)),
         };
         Ok(EvalOptions {
             timeout: Duration::from_secs_f64(secs),
-            cpu_seconds: self.cpu,
+            cpu_seconds: self.cpu.or(defaults.cpu_seconds),
             memory: size("--memory", &self.memory, defaults.memory)?,
             file_size: size("--fsize", &self.fsize, defaults.file_size)?,
             disk: size("--disk", &self.disk, defaults.disk)?,
@@ -224,9 +240,18 @@ impl LimitArgs {
 }
 
 impl EngineArgs {
+    /// The profile asked for (`strict` when none).
+    pub(crate) fn profile(&self) -> Profile {
+        self.profile.clone().unwrap_or_else(Profile::strict)
+    }
+
     pub(crate) fn config(&self) -> EngineConfig {
+        let profile = self.profile();
+        let mut preload = self.preload.clone();
+        preload.extend(profile.preload.iter().filter(|p| !self.preload.contains(p)).cloned());
         EngineConfig {
-            preload: self.preload.clone(),
+            profile,
+            preload,
             best_effort: self.best_effort,
             namespaces: !self.no_namespaces,
             audit_log: self.audit_log.clone(),
@@ -328,7 +353,7 @@ pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> 
 }
 
 fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
-    let options = limits.options()?;
+    let options = limits.options(&engine.profile())?;
     let (program, args) = command.split_first().context("no program given")?;
     let report = rsandbox::exec::exec(program, args, &options, &engine.config())?;
     if json {
@@ -429,8 +454,18 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             && l.workspace_quota.is_some()
             && ["net", "ipc", "uts"].iter().all(|n| l.namespaces.iter().any(|m| m == n))
     });
+    let profile = engine.profile();
+    let profile_json = serde_json::json!({
+        "name": profile.name,
+        "read": profile.read,
+        "packages": profile.packages,
+        "preload": profile.preload,
+        "limits": {"timeout": profile.limits.timeout, "memory": profile.limits.memory, "cpu": profile.limits.cpu,
+                   "nproc": profile.limits.nproc, "disk": profile.limits.disk, "fsize": profile.limits.fsize, "nofile": profile.limits.nofile},
+    });
     if json {
         let mut value = serde_json::to_value(&probe)?;
+        value["profile"] = profile_json;
         value["strict_policy_possible"] = serde_json::Value::Bool(strict);
         value["evaluation"] = match (&layers, &failure) {
             (Some(l), None) => serde_json::json!({"runs": true, "layers": l, "accounting": accounting_json}),
@@ -462,6 +497,11 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                 _ => "resident (RSS: pages a forked child shares count again; /proc/PID/smaps_rollup is not readable here)",
             };
             println!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
+            let packages = match &profile.packages {
+                None => "every installed package".to_string(),
+                Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
+            };
+            println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
             println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
             Ok(0)
         }

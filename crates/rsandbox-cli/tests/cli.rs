@@ -646,3 +646,63 @@ fn terminal_escapes_from_the_sandbox_are_shown_not_sent() {
     let piped = rsandbox(Who::Root, &["eval", code]);
     assert!(piped.stdout.contains("title\u{1b}]0;owned\u{7} end"), "{piped}");
 }
+
+// =======================================================================================
+// Profiles (#15, first part): TOML files, limits, the kernel-enforced package allowlist.
+// =======================================================================================
+
+fn profile_file(who: Who, name: &str, text: &str) -> String {
+    let dir = owned_dir(who, &format!("profile-{name}"));
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    if who == Who::User {
+        std::os::unix::fs::chown(&path, Some(test_user().uid), Some(test_user().gid)).unwrap();
+    }
+    path.to_string_lossy().into_owned()
+}
+
+both!(
+    /// Only the allowed packages (and their dependencies) exist in the sandbox: R finds
+    /// no other package, and a path to one leads nowhere.
+    fn a_package_allowlist_is_enforced_by_the_kernel(who) {
+        let _g = shared();
+        let stats_only = profile_file(who, "stats-only", "packages = [\"stats\"]\n");
+        let out = rsandbox(who, &["eval", "--profile", &stats_only, "library(Matrix)"]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("there is no package called"), "{out}");
+        let out = rsandbox(who, &["eval", "--json", "--profile", &stats_only,
+            "list(median = stats::median(c(1, 5, 9)), on_disk = file.exists(file.path(R.home('library'), 'Matrix', 'DESCRIPTION')))"]);
+        out.assert_code(0);
+        assert_eq!(out.json()["value"], json!({"median": 5, "on_disk": false}), "{out}");
+        let matrix = profile_file(who, "matrix", "packages = [\"Matrix\"]\n");
+        let out = rsandbox(who, &["eval", "--json", "--profile", &matrix,
+            "library(Matrix); c(lattice = isNamespaceLoaded('lattice'), data.table = requireNamespace('data.table', quietly = TRUE))"]);
+        out.assert_code(0);
+        assert_eq!(out.json()["value"], json!({"lattice": true, "data.table": false}), "dependencies come along, nothing else:{out}");
+        // Without the private root the allowlist could not be enforced: refused.
+        let out = rsandbox(who, &["eval", "--no-namespaces", "--profile", &matrix, "1"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("needs the private root"), "{out}");
+    }
+);
+
+#[test]
+fn profiles_set_limits_and_bad_ones_are_refused_by_line_and_key() {
+    let _g = shared();
+    let quick = profile_file(Who::Root, "quick", "[limits]\ntimeout = 1\nmemory = \"256M\"\n");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &quick, "Sys.sleep(10)"]);
+    out.assert_code(3);
+    let out = rsandbox(Who::Root, &["eval", "--profile", &quick, "--timeout", "20", "Sys.sleep(1.5); 'flags win'"]);
+    out.assert_code(0);
+    let bad = profile_file(Who::Root, "bad", "read = []\nnetwork = true\n");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &bad, "1"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("unknown field `network`") && out.stderr.contains("line 2"), "{out}");
+    let missing = profile_file(Who::Root, "missing", "packages = [\"notapackage\"]\n");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &missing, "1"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("\"notapackage\" is not installed"), "{out}");
+    let out = rsandbox(Who::Root, &["check", "--profile", &quick]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("every installed package"), "{out}");
+}

@@ -32,6 +32,14 @@ pub enum InputError {
     /// Code that is not UTF-8.
     #[error("code is not valid UTF-8")]
     NotUtf8,
+    /// A profile that cannot be used (unknown key, bad value, missing package).
+    #[error("profile {origin}: {message}")]
+    Profile {
+        /// The built-in name or file.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A limit that makes no sense.
     #[error("invalid {what}: {value}")]
     BadLimit {

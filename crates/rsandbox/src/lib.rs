@@ -22,6 +22,7 @@ mod files;
 pub mod meter;
 pub mod options;
 pub mod pool;
+pub mod profile;
 pub mod r_policy;
 pub mod result;
 pub mod session;
@@ -64,6 +65,8 @@ struct EngineInner {
     audit: Option<AuditLog>,
     next_id: AtomicU64,
     retired: Mutex<std::sync::mpsc::Sender<Prepared>>,
+    /// The profile's package allowlist with dependencies (`None`: every package).
+    allowed_packages: Option<std::collections::BTreeSet<String>>,
 }
 
 /// A child ready for requests, with the workspace it owns (dropped after the child).
@@ -85,6 +88,15 @@ impl Engine {
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?;
         let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
+        let allowed_packages = config.profile.allowed_packages(&r_policy::libraries(zygote.info()))?;
+        if allowed_packages.is_some() && !(config.namespaces && EvalOptions::default().disk.is_some()) {
+            // Fail closed: without the private root every package stays readable.
+            return Err(InputError::Profile {
+                origin: config.profile.name.clone(),
+                message: "a package allowlist needs the private root, which needs namespaces (not --no-namespaces)".into(),
+            }
+            .into());
+        }
         let inner = EngineInner {
             warm: Mutex::default(),
             config,
@@ -93,6 +105,7 @@ impl Engine {
             audit,
             next_id: AtomicU64::new(1),
             retired: Mutex::new(spawn_reaper()),
+            allowed_packages,
         };
         let engine = Engine { inner: Arc::new(inner) };
         if engine.inner.config.prefork > 0 {
@@ -166,7 +179,7 @@ impl Engine {
         let zygote = self.live_zygote()?;
         let workspace = self.inner.workspaces.workspace(options.disk.unwrap_or(0))?;
         let info = zygote.info();
-        let policy = r_policy::r_child_policy(info, &workspace, options, &self.inner.config);
+        let policy = r_policy::r_child_policy(info, &workspace, options, &self.inner.config, self.inner.allowed_packages.as_ref());
         let env = r_policy::r_child_environment(info, &workspace);
         let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools)?;
         Ok(Prepared { child, workspace })

@@ -36,6 +36,9 @@ pub struct EngineConfig {
     /// memory once filled); a sandbox that would exceed it is refused. Default: half
     /// the machine's memory.
     pub max_total_disk: Option<u64>,
+    /// The policy profile (`strict` by default): extra read paths and the package
+    /// allowlist for every sandbox (its limits and preload are applied by the caller).
+    pub profile: crate::profile::Profile,
 }
 
 impl Default for EngineConfig {
@@ -51,6 +54,7 @@ impl Default for EngineConfig {
             warm: true,
             prefork: 0,
             max_total_disk: None,
+            profile: crate::profile::Profile::strict(),
         }
     }
 }

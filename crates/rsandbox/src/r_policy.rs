@@ -58,18 +58,53 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
         best_effort: config.best_effort,
         keep_fds_below: 3,
         violation_fd: None,
+        visible_only: Vec::new(),
     }
 }
 
 /// The policy for one R child: the base, plus R's home and libraries, and the violation
 /// report socket on fd 4 (fds 0-4 survive: stdio, channel, violation socket).
-pub fn r_child_policy(info: &ZygoteInfo, workspace: &Workspace, options: &EvalOptions, config: &EngineConfig) -> Policy {
+///
+/// The profile adds its read paths; its package allowlist keeps, in every R library,
+/// only the allowed packages (and entries that are no packages), so the others do not
+/// exist in the sandbox's root.
+pub fn r_child_policy(
+    info: &ZygoteInfo,
+    workspace: &Workspace,
+    options: &EvalOptions,
+    config: &EngineConfig,
+    allowed_packages: Option<&std::collections::BTreeSet<String>>,
+) -> Policy {
     let mut policy = base_policy(workspace, options, config);
     policy.read_only.push(info.r_home.clone());
     policy.read_only.extend(info.library_paths.iter().cloned());
+    policy.read_only.extend(config.profile.read.iter().cloned());
+    if let Some(allowed) = allowed_packages {
+        policy.visible_only = libraries(info)
+            .into_iter()
+            .map(|dir| {
+                let entries = std::fs::read_dir(&dir)
+                    .map(|d| {
+                        d.flatten()
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .filter(|name| allowed.contains(name) || !dir.join(name).join("DESCRIPTION").exists())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                lockdown::VisibleOnly { dir, entries }
+            })
+            .collect();
+    }
     policy.keep_fds_below = 5;
     policy.violation_fd = Some(4);
     policy
+}
+
+/// Every R library: R's own and the zygote's `.libPaths()`.
+pub fn libraries(info: &ZygoteInfo) -> Vec<PathBuf> {
+    let mut all = vec![info.r_home.join("library")];
+    all.extend(info.library_paths.iter().filter(|p| **p != info.r_home.join("library")).cloned());
+    all
 }
 
 /// The environment of a sandbox in `workspace`: a fixed allowlist, nothing inherited.
