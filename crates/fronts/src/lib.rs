@@ -7,12 +7,19 @@
 //!   `docs/protocol.md`), the protocol the R package speaks;
 //! * [`mcp`] (feature `mcp`): a Model Context Protocol server for AI agents;
 //! * [`lint`] (feature `lint`): the advisory tree-sitter lint;
-//! * [`auth`]: token files and the loopback rule shared by the network fronts.
+//! * [`http`] (feature `http`): the HTTP API (`rsandbox serve --http`);
+//! * [`auth`]: token files and the loopback rule shared by the network fronts;
+//! * [`request`]: limits and files as every front accepts them.
 #![deny(missing_docs)]
 
 pub mod auth;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "lint")]
 pub mod lint;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod request;
+#[cfg(any(feature = "mcp", feature = "http"))]
+pub mod shutdown;
 pub mod stdio;

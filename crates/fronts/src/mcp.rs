@@ -649,27 +649,12 @@ pub fn serve_http(
         ready(bound);
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
-                stop_signal().await;
+                crate::shutdown::stop_signal().await;
                 shutdown.cancel();
             })
             .await
             .map_err(|e| e.to_string())
     })
-}
-
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        // Without signal handlers the server runs until killed.
-        _ => std::future::pending::<()>().await,
-    }
 }
 
 /// Every request carries a token of the file, when there is one: 401 otherwise.

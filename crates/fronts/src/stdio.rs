@@ -7,10 +7,11 @@
 //! from a session become `tool_call` events that the client answers with `tool_result`.
 //! Every bad line gets a structured error and the server keeps serving.
 
+use crate::request::{decode_base64, decode_files, error_code, options_from, InputFile, Limits};
 use rsandbox::EngineError;
 use rsandbox::{ExecuteOptions, Session};
 use rsandbox::{Tool, ToolSpec};
-use rsandbox::{Engine, EvalOptions, EvalRequest, Event, InputError};
+use rsandbox::{Engine, EvalRequest, Event};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -31,19 +32,6 @@ pub const MAX_SESSIONS: usize = 64;
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
-
-/// Limits a client may set per eval or session (all optional).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Limits {
-    cpu: Option<u64>,
-    memory: Option<String>,
-    fsize: Option<String>,
-    disk: Option<String>,
-    nproc: Option<u64>,
-    nofile: Option<u64>,
-    max_output: Option<String>,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", deny_unknown_fields)]
@@ -103,14 +91,6 @@ enum Request {
         #[cfg_attr(not(feature = "lint"), allow(dead_code))]
         code: String,
     },
-}
-
-/// A file for `eval`'s workspace.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InputFile {
-    path: String,
-    data_base64: String,
 }
 
 const OPS: [&str; 11] = [
@@ -233,49 +213,6 @@ impl<R: BufRead> LineReader<R> {
                 return Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len()));
             }
         }
-    }
-}
-
-fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, EngineError> {
-    let d = EvalOptions::default();
-    let size = |v: &Option<String>, default: Option<u64>| v.as_deref().map(rsandbox::parse_size).transpose().map(|s| s.or(default));
-    let timeout = match timeout {
-        None => d.timeout,
-        Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),
-        Some(t) => return Err(InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
-    };
-    let options = EvalOptions {
-        timeout,
-        cpu_seconds: limits.cpu,
-        memory: size(&limits.memory, d.memory)?,
-        file_size: size(&limits.fsize, d.file_size)?,
-        disk: size(&limits.disk, d.disk)?,
-        processes: limits.nproc.or(d.processes),
-        open_files: limits.nofile.or(d.open_files),
-        max_output: size(&limits.max_output, Some(d.max_output))?.unwrap_or(d.max_output),
-    };
-    options.validate()?;
-    Ok(options)
-}
-
-fn decode_base64(data: &str) -> Result<Vec<u8>, EngineError> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .map_err(|e| InputError::Workspace(format!("data_base64 is not base64: {e}")).into())
-}
-
-fn decode_files(files: Vec<InputFile>) -> Result<Vec<(String, Vec<u8>)>, EngineError> {
-    files.into_iter().map(|f| Ok((f.path, decode_base64(&f.data_base64)?))).collect()
-}
-
-fn error_code(e: &EngineError) -> &'static str {
-    match e {
-        EngineError::Input(_) => "bad_input",
-        EngineError::Busy(_) => "busy",
-        EngineError::AcquireTimeout(_) | EngineError::Capacity(_) => "busy",
-        EngineError::Setup(_) => "sandbox_setup_failed",
-        _ => "engine_error",
     }
 }
 

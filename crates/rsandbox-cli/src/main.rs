@@ -83,10 +83,18 @@ enum Command {
     },
     /// Serve the stdio protocol: JSON requests on stdin, responses and events on stdout
     /// (docs/protocol.md).
+    #[command(group(clap::ArgGroup::new("transport").required(true).args(["stdio", "http"])))]
     Serve {
-        /// Read requests from standard input (the only transport so far).
-        #[arg(long, required = true)]
+        /// Read requests from standard input (docs/protocol.md).
+        #[arg(long)]
         stdio: bool,
+        /// Serve the HTTP API at ADDR:PORT (JSON; /openapi.json describes it). Only
+        /// loopback without --token-file; port 0 picks one (printed on stderr).
+        #[arg(long, value_name = "ADDR:PORT")]
+        http: Option<std::net::SocketAddr>,
+        /// Bearer tokens for --http, one NAME:TOKEN per line, file mode 0600.
+        #[arg(long, requires = "http")]
+        token_file: Option<PathBuf>,
         /// Children kept forked and locked down ahead of requests, per limit set in use
         /// (default: one per core).
         #[arg(long)]
@@ -276,7 +284,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, prefork, engine } => serve(&engine, prefork),
+        Command::Serve { stdio: _, http, token_file, prefork, engine } => serve(&engine, prefork, http, token_file),
         Command::Lint { file, json } => lint(read_source(&file), json),
         Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
             mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
@@ -398,18 +406,10 @@ fn mcp(
         return Ok(EXIT_BAD_INPUT);
     }
     let config = fronts::mcp::McpConfig { max_sessions, max_sessions_per_connection, idle_timeout: Duration::from_secs_f64(idle_timeout) };
-    // Refuse a bad token file or an open bind before R starts: bad input, nothing runs.
-    let tokens = match token_file.as_deref().map(fronts::auth::Tokens::load).transpose() {
+    let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
-        Err(e) => {
-            eprintln!("rsandbox: {e}");
-            return Ok(EXIT_BAD_INPUT);
-        }
+        Err(code) => return Ok(code),
     };
-    if let Some(Err(e)) = http.map(|addr| fronts::auth::check_bind(addr, tokens.as_ref())) {
-        eprintln!("rsandbox: {e}");
-        return Ok(EXIT_BAD_INPUT);
-    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
     match http {
@@ -422,11 +422,35 @@ fn mcp(
     Ok(0)
 }
 
-fn serve(engine: &EngineArgs, prefork: Option<usize>) -> anyhow::Result<u8> {
+fn serve(engine: &EngineArgs, prefork: Option<usize>, http: Option<std::net::SocketAddr>, token_file: Option<PathBuf>) -> anyhow::Result<u8> {
+    let tokens = match network_access(http, token_file.as_deref()) {
+        Ok(tokens) => tokens,
+        Err(code) => return Ok(code),
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
-    fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout());
+    match http {
+        None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
+        Some(addr) => fronts::http::serve(engine, addr, tokens, fronts::http::HttpCaps::default(), |bound| {
+            eprintln!("rsandbox serve: listening on http://{bound}");
+        })
+        .map_err(anyhow::Error::msg)?,
+    }
     Ok(0)
+}
+
+/// The tokens for a network front, checked with the loopback rule before R starts:
+/// a bad token file or an open bind is bad input (exit 2), said on stderr.
+fn network_access(http: Option<std::net::SocketAddr>, token_file: Option<&std::path::Path>) -> Result<Option<fronts::auth::Tokens>, u8> {
+    let tokens = token_file.map(fronts::auth::Tokens::load).transpose().map_err(|e| {
+        eprintln!("rsandbox: {e}");
+        EXIT_BAD_INPUT
+    })?;
+    if let Some(Err(e)) = http.map(|addr| fronts::auth::check_bind(addr, tokens.as_ref())) {
+        eprintln!("rsandbox: {e}");
+        return Err(EXIT_BAD_INPUT);
+    }
+    Ok(tokens)
 }
 
 /// What this machine offers, and what an evaluation with these options gets: a real

@@ -37,6 +37,7 @@ pub const INTERVAL: Duration = Duration::from_millis(50);
 
 /// How memory is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryAccounting {
     /// Proportional set size: shared pages split among their sharers.

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// How an evaluation ended: exactly one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The code ran to the end.
@@ -58,6 +59,7 @@ impl Outcome {
 
 /// An R error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RError {
     /// `conditionMessage(e)`.
     pub message: String,
@@ -67,6 +69,7 @@ pub struct RError {
 
 /// A syntax error, found by R's parser before anything ran.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SyntaxError {
     /// R's message.
     pub message: String,
@@ -78,6 +81,7 @@ pub struct SyntaxError {
 
 /// A warning.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RWarning {
     /// `conditionMessage(w)`.
     pub message: String,
@@ -87,6 +91,7 @@ pub struct RWarning {
 
 /// The forbidden system call that ended the sandbox.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Violation {
     /// Its name (`"unknown"` when the process died by SIGSYS without a report).
     pub syscall: String,
@@ -96,6 +101,7 @@ pub struct Violation {
 
 /// A plot the code drew.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Plot {
     /// Always `"png"`.
     pub format: String,
@@ -105,6 +111,7 @@ pub struct Plot {
 
 /// Measured resource use.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Wall-clock time from spawn request to result.
     pub wall_ms: u64,
@@ -131,6 +138,7 @@ pub struct Usage {
 
 /// How the child process ended, for diagnosis.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExitStatus {
     /// Exit code, when it exited.
     pub code: Option<i32>,
@@ -140,10 +148,12 @@ pub struct ExitStatus {
 
 /// Everything one evaluation produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EvalResult {
     /// How it ended.
     pub outcome: Outcome,
     /// The last visible value as JSON (see the README for the mapping).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub value: serde_json::Value,
     /// Whether the last top-level expression was visible.
     pub visible: bool,
@@ -170,6 +180,7 @@ pub struct EvalResult {
     /// process is then retired (killed) after the result is taken.
     pub exit: ExitStatus,
     /// The layers the child applied (absent when it never got that far).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub layers: Option<lockdown::Applied>,
     /// Sessions only: the session was replaced by a fresh one after this result
     /// (its state is gone; the next execute works).
@@ -193,6 +204,7 @@ pub struct EvalResult {
 
 /// A file from (or for) a sandbox's workspace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceFile {
     /// Relative to the workspace.
     pub path: String,
