@@ -58,6 +58,15 @@ if ! "$mcp_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.
   "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
 fi
 
+# schemathesis, pinned, in a venv of its own (the HTTP API's test runs it against
+# /openapi.json).
+http_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/http-venv"
+schemathesis_version=4.32.5
+if ! "$http_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" >/dev/null 2>&1; then
+  python3 -m venv "$http_venv"
+  "$http_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+
 if ! have_cmd cargo; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
     echo "cargo is in ~/.cargo/bin: add it to PATH" >&2

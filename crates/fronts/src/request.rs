@@ -12,6 +12,7 @@ use std::time::Duration;
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// CPU seconds.
+    #[cfg_attr(feature = "http", schema(minimum = 1))]
     pub cpu: Option<u64>,
     /// Memory the code may allocate, e.g. "512M".
     pub memory: Option<String>,
@@ -20,8 +21,10 @@ pub struct Limits {
     /// Disk quota of the workspace, e.g. "64M".
     pub disk: Option<String>,
     /// Processes at once.
+    #[cfg_attr(feature = "http", schema(minimum = 1))]
     pub nproc: Option<u64>,
     /// Open files.
+    #[cfg_attr(feature = "http", schema(minimum = 1))]
     pub nofile: Option<u64>,
     /// Largest stdout + stderr + result, e.g. "1M".
     pub max_output: Option<String>,

@@ -95,6 +95,8 @@ enum Command {
         /// Bearer tokens for --http, one NAME:TOKEN per line, file mode 0600.
         #[arg(long, requires = "http")]
         token_file: Option<PathBuf>,
+        #[command(flatten)]
+        caps: HttpCapArgs,
         /// Children kept forked and locked down ahead of requests, per limit set in use
         /// (default: one per core).
         #[arg(long)]
@@ -185,6 +187,36 @@ pub(crate) struct LimitArgs {
     /// Largest stdout + stderr + result accepted (e.g. 1M).
     #[arg(long)]
     max_output: Option<String>,
+}
+
+/// Server-side caps of `serve --http`.
+#[derive(Args, Clone)]
+pub(crate) struct HttpCapArgs {
+    /// Longest timeout a request may ask for, seconds.
+    #[arg(long, default_value_t = 300, requires = "http")]
+    max_timeout: u64,
+    /// Most memory a request may ask for (e.g. 4G).
+    #[arg(long, default_value = "4G", requires = "http")]
+    max_memory: String,
+    /// Requests one token may have in flight at once (more get 429).
+    #[arg(long, default_value_t = 16, requires = "http")]
+    max_in_flight_per_token: usize,
+    /// Sessions one token may hold at once (more get 409).
+    #[arg(long, default_value_t = 16, requires = "http")]
+    max_sessions_per_token: usize,
+}
+
+impl HttpCapArgs {
+    fn caps(&self) -> Result<fronts::http::HttpCaps, rsandbox::InputError> {
+        let defaults = fronts::http::HttpCaps::default();
+        Ok(fronts::http::HttpCaps {
+            max_timeout: Duration::from_secs(self.max_timeout),
+            max_memory: parse_size(&self.max_memory)?,
+            max_in_flight_per_token: self.max_in_flight_per_token.max(1),
+            max_sessions_per_token: self.max_sessions_per_token.max(1),
+            ..defaults
+        })
+    }
 }
 
 #[derive(Args, Clone)]
@@ -284,7 +316,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, http, token_file, prefork, engine } => serve(&engine, prefork, http, token_file),
+        Command::Serve { stdio: _, http, token_file, caps, prefork, engine } => serve(&engine, prefork, http, token_file, &caps),
         Command::Lint { file, json } => lint(read_source(&file), json),
         Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
             mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
@@ -422,7 +454,14 @@ fn mcp(
     Ok(0)
 }
 
-fn serve(engine: &EngineArgs, prefork: Option<usize>, http: Option<std::net::SocketAddr>, token_file: Option<PathBuf>) -> anyhow::Result<u8> {
+fn serve(
+    engine: &EngineArgs,
+    prefork: Option<usize>,
+    http: Option<std::net::SocketAddr>,
+    token_file: Option<PathBuf>,
+    caps: &HttpCapArgs,
+) -> anyhow::Result<u8> {
+    let caps = caps.caps()?;
     let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
         Err(code) => return Ok(code),
@@ -431,7 +470,7 @@ fn serve(engine: &EngineArgs, prefork: Option<usize>, http: Option<std::net::Soc
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
     match http {
         None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
-        Some(addr) => fronts::http::serve(engine, addr, tokens, fronts::http::HttpCaps::default(), |bound| {
+        Some(addr) => fronts::http::serve(engine, addr, tokens, caps, |bound| {
             eprintln!("rsandbox serve: listening on http://{bound}");
         })
         .map_err(anyhow::Error::msg)?,

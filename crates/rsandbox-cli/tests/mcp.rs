@@ -74,3 +74,56 @@ fn over_http_tokens_caps_idle_sessions_and_concurrent_clients() {
     let stdout = run_python(&[script("http_checks.py").to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 5, "every check ran:\n{stdout}");
 }
+
+/// `rsandbox serve --http` with a real HTTP client (httpx2 from the same venv): every
+/// endpoint and error path, ownership across tokens, the caps, and 500 mixed good and
+/// abusive requests at 32 connections (`tests/http/api_checks.py`).
+#[test]
+fn the_http_api_answers_every_request_with_its_status() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/http/api_checks.py");
+    let stdout = run_python(&[script.to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox"), "500"]);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 8, "every check ran:\n{stdout}");
+}
+
+/// schemathesis (from the venv `scripts/install-deps.sh` makes) against `/openapi.json`,
+/// with a token: no server error, every status and body as the schema says.
+#[test]
+fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+    let schemathesis = home.join(".cache/rsandbox/http-venv/bin/schemathesis");
+    assert!(schemathesis.exists(), "{} is missing: run scripts/install-deps.sh", schemathesis.display());
+    let dir = std::env::temp_dir().join(format!("rsandbox-schemathesis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, "st:schemathesis-token-0123456789\n").unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
+        .args(["serve", "--http", "127.0.0.1:0", "--max-timeout", "5", "--token-file"])
+        .arg(&tokens)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rsandbox serve --http");
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).expect("the server's first line");
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let out = Command::new(&schemathesis)
+        .args(["run", &format!("{url}/openapi.json"), "-H", "Authorization: Bearer schemathesis-token-0123456789"])
+        .args(["--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"])
+        .args(["--max-examples", "30", "--workers", "2", "--seed", "1"])
+        .output()
+        .expect("schemathesis runs");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().expect("wait for the server");
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(out.status.success(), "schemathesis found failures:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("passed") && !stdout.contains("failed"), "{stdout}");
+    assert!(status.success(), "SIGTERM ends the server cleanly: {status:?}");
+}

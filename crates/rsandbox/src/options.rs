@@ -152,8 +152,33 @@ impl EvalOptions {
         if self.open_files.is_some_and(|n| n < 16) {
             return Err(InputError::BadLimit { what: "nofile".into(), value: "below 16 (R needs some)".into() });
         }
+        // A sandbox cannot raise a limit above this process's hard limit: asking for more
+        // is bad input, said before any fork (not a sandbox that fails to start).
+        for (what, asked, resource) in [
+            ("nofile", self.open_files, libc::RLIMIT_NOFILE),
+            ("nproc", self.processes, libc::RLIMIT_NPROC),
+            ("cpu", self.cpu_seconds, libc::RLIMIT_CPU),
+            ("fsize", self.file_size, libc::RLIMIT_FSIZE),
+        ] {
+            let hard = hard_limit(resource);
+            if let (Some(asked), Some(hard)) = (asked, hard) {
+                // CPU: the hard limit is set one above the soft one (SIGXCPU first).
+                let needed = if resource == libc::RLIMIT_CPU { asked.saturating_add(1) } else { asked };
+                if needed > hard {
+                    return Err(InputError::BadLimit { what: what.into(), value: format!("{asked}, above this system's hard limit of {hard}") });
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// This process's hard limit for `resource` (`None`: unlimited or unknown).
+fn hard_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the struct we pass.
+    let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
+    (ok && limit.rlim_max != libc::RLIM_INFINITY).then_some(limit.rlim_max)
 }
 
 #[cfg(test)]

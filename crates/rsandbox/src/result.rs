@@ -152,8 +152,7 @@ pub struct ExitStatus {
 pub struct EvalResult {
     /// How it ended.
     pub outcome: Outcome,
-    /// The last visible value as JSON (see the README for the mapping).
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    /// The last visible value as JSON (see the README for the mapping): any JSON value.
     pub value: serde_json::Value,
     /// Whether the last top-level expression was visible.
     pub visible: bool,

@@ -30,8 +30,10 @@ pub struct Caller(pub String);
 #[serde(deny_unknown_fields)]
 pub struct EvalBody {
     /// R code.
+    #[schema(pattern = r"\S")]
     pub code: String,
     /// Seconds (default 30; at most the server's cap).
+    #[schema(exclusive_minimum = 0.0, maximum = 86400.0)]
     pub timeout: Option<f64>,
     /// Limits (each optional).
     #[serde(default)]
@@ -65,8 +67,10 @@ pub struct SessionCreated {
 #[serde(deny_unknown_fields)]
 pub struct ExecuteBody {
     /// R code, run in the session (its variables persist).
+    #[schema(pattern = r"\S")]
     pub code: String,
     /// Seconds (default 30; at most the server's cap).
+    #[schema(exclusive_minimum = 0.0, maximum = 86400.0)]
     pub timeout: Option<f64>,
 }
 
@@ -171,8 +175,7 @@ async fn eval(
     body: Result<Json<EvalBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<Json<EvalResult>> {
     let Json(body) = body.map_err(rejection)?;
-    let options = options_from(&body.limits, body.timeout)?;
-    state.caps.check(&options)?;
+    let options = state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, body.timeout.is_some())?;
     let admitted = state.admit(&caller)?;
     let state2 = state.clone();
     let result = blocking(move || {
@@ -198,8 +201,7 @@ async fn create_session(
     body: Result<Json<SessionBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<(StatusCode, Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
-    let options = options_from(&body.limits, None)?;
-    state.caps.check(&options)?;
+    let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, false)?;
     let admitted = state.admit(&caller)?;
     let state2 = state.clone();
     let session = blocking(move || {

@@ -36,6 +36,19 @@ impl Default for HttpCaps {
 }
 
 impl HttpCaps {
+    /// The options for a request: what it asked is refused above a cap (400, never
+    /// lowered silently); what it left to the defaults is brought within the caps.
+    pub fn bound(&self, mut options: EvalOptions, asked: &crate::request::Limits, asked_timeout: bool) -> Result<EvalOptions, ApiError> {
+        if !asked_timeout {
+            options.timeout = options.timeout.min(self.max_timeout);
+        }
+        if asked.memory.is_none() {
+            options.memory = options.memory.map(|m| m.min(self.max_memory));
+        }
+        self.check(&options)?;
+        Ok(options)
+    }
+
     /// Refuse options above the caps (400, never lowered silently).
     pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
         if options.timeout > self.max_timeout {
