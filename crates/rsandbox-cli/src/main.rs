@@ -204,6 +204,22 @@ pub(crate) struct HttpCapArgs {
     /// Sessions one token may hold at once (more get 409).
     #[arg(long, default_value_t = 16, requires = "http")]
     max_sessions_per_token: usize,
+    /// Requests one token may make per minute (more get 429 with Retry-After).
+    #[arg(long, default_value_t = 1200, requires = "http")]
+    max_requests_per_minute_per_token: u32,
+    /// Seconds a finished job's result is kept.
+    #[arg(long, default_value_t = 600, requires = "http")]
+    job_retention: u64,
+    /// Seconds a client has to send a request's headers; also how long a kept-alive
+    /// connection may sit idle.
+    #[arg(long, default_value_t = 30, requires = "http")]
+    header_timeout: u64,
+    /// Seconds running requests get to finish after SIGTERM before their sandboxes end.
+    #[arg(long, default_value_t = 30, requires = "http")]
+    shutdown_grace: u64,
+    /// Log lines on stderr: `json` (one object per line) or `text`.
+    #[arg(long, default_value = "json", value_parser = ["json", "text"], requires = "http")]
+    log_format: String,
 }
 
 impl HttpCapArgs {
@@ -214,8 +230,28 @@ impl HttpCapArgs {
             max_memory: parse_size(&self.max_memory)?,
             max_in_flight_per_token: self.max_in_flight_per_token.max(1),
             max_sessions_per_token: self.max_sessions_per_token.max(1),
+            max_requests_per_minute_per_token: self.max_requests_per_minute_per_token.max(1),
+            job_retention: Duration::from_secs(self.job_retention),
             ..defaults
         })
+    }
+
+    fn connections(&self) -> fronts::http::ConnectionLimits {
+        fronts::http::ConnectionLimits {
+            header_timeout: Duration::from_secs(self.header_timeout.max(1)),
+            shutdown_grace: Duration::from_secs(self.shutdown_grace),
+        }
+    }
+
+    /// Structured logs on stderr (`RUST_LOG`-free: info and above).
+    fn start_logging(&self) {
+        let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(tracing::Level::INFO).with_target(false);
+        // A subscriber set already (a library caller's) is kept.
+        let _ = if self.log_format == "json" {
+            builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init()
+        } else {
+            builder.with_ansi(false).try_init()
+        };
     }
 }
 
@@ -459,9 +495,9 @@ fn serve(
     prefork: Option<usize>,
     http: Option<std::net::SocketAddr>,
     token_file: Option<PathBuf>,
-    caps: &HttpCapArgs,
+    cap_args: &HttpCapArgs,
 ) -> anyhow::Result<u8> {
-    let caps = caps.caps()?;
+    let caps = cap_args.caps()?;
     let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
         Err(code) => return Ok(code),
@@ -470,10 +506,14 @@ fn serve(
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
     match http {
         None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
-        Some(addr) => fronts::http::serve(engine, addr, tokens, caps, |bound| {
-            eprintln!("rsandbox serve: listening on http://{bound}");
-        })
-        .map_err(anyhow::Error::msg)?,
+        Some(addr) => {
+            cap_args.start_logging();
+            fronts::http::serve(engine, addr, tokens, caps, cap_args.connections(), |bound| {
+                // The first line, plain, for scripts waiting for the address.
+                eprintln!("rsandbox serve: listening on http://{bound}");
+            })
+            .map_err(anyhow::Error::msg)?
+        }
     }
     Ok(0)
 }

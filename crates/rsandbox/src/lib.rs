@@ -37,7 +37,7 @@ pub use options::{parse_size, EngineConfig, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome, WorkspaceFile};
 pub use session::{ExecuteOptions, Session};
-pub use tools::{ArgType, Tool, ToolSpec};
+pub use tools::{quote_excerpt, ArgType, Tool, ToolSpec};
 pub use lockdown::{Applied, LandlockEnforcement};
 
 use audit::AuditLog;

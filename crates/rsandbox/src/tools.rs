@@ -15,6 +15,7 @@ pub const DEFAULT_MAX_TOOL_MESSAGE: usize = 1 << 20;
 
 /// The type an argument must have, as the R stub encodes it (`rsandbox_to_json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ArgType {
     /// A number or an array of numbers (NA as null).
@@ -61,6 +62,7 @@ impl fmt::Display for ArgType {
 
 /// A tool's public description (what the stdio protocol's `session.create` carries).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     /// R identifier the tool is callable as.
@@ -71,6 +73,7 @@ pub struct ToolSpec {
     /// Arguments, by name (all required), in the order the R function takes them: a
     /// positional call `add(1, 2)` binds as declared.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::HashMap<String, ArgType>))]
     pub args: ToolArgs,
 }
 

@@ -92,16 +92,20 @@ fn handle_request(
     passed: Vec<OwnedFd>,
 ) {
     let ZygoteRequest::Spawn { req, policy, workspace, env, tools } = request;
-    let failed = |error: String| or_exit(link.report_spawn_failed(req, error));
+    let failed = |children: &HashMap<libc::pid_t, Child>, error: String| {
+        if link.report_spawn_failed(req, error).is_err() {
+            shutdown(children);
+        }
+    };
     let fds = match spawn_fds(passed) {
         Ok(fds) => fds,
-        Err(e) => return failed(e.to_string()),
+        Err(e) => return failed(children, e.to_string()),
     };
     // Everything the child will trust is checked here, before the fork: a child that
     // finds its policy wrong can only die, and a panic in it would unwind into a copy
     // of this loop.
     if let Err(e) = check_spawn(&policy, &workspace, &env, &tools) {
-        return failed(format!("refused a spawn request: {e}"));
+        return failed(children, format!("refused a spawn request: {e}"));
     }
     let profile = policy.seccomp_profile();
     if let std::collections::hash_map::Entry::Vacant(slot) = filters.entry(profile) {
@@ -109,7 +113,7 @@ fn handle_request(
             Ok(f) => {
                 slot.insert(f);
             }
-            Err(e) => return failed(format!("failed to build the seccomp filter: {e}")),
+            Err(e) => return failed(children, format!("failed to build the seccomp filter: {e}")),
         }
     }
     let filters = &filters[&profile];
@@ -122,7 +126,7 @@ fn handle_request(
     // complete copy that may run any code, R included.
     let pid = unsafe { libc::fork() };
     match pid {
-        -1 => failed(format!("fork failed: {}", io::Error::last_os_error())),
+        -1 => failed(children, format!("fork failed: {}", io::Error::last_os_error())),
         0 => {
             let spec = sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools };
             sandbox_child::run(r, spec, fds, filters, zygote_pid)
@@ -143,7 +147,7 @@ fn handle_request(
                 Err(e) => {
                     // SAFETY: killing our own, unreaped child.
                     unsafe { libc::kill(-pid, libc::SIGKILL) };
-                    failed(format!("pidfd_open failed: {e}"));
+                    failed(children, format!("pidfd_open failed: {e}"));
                 }
             }
         }
@@ -183,7 +187,12 @@ fn reap(link: &SupervisorLink, children: &mut HashMap<libc::pid_t, Child>) {
                 cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime),
                 max_rss_kb: usage.ru_maxrss as u64,
             };
-            or_exit(link.report_exited(event));
+            // The supervisor is gone (the idle children it pre-forked see their
+            // channels close and exit first, so this is often how the zygote learns):
+            // the children still running must die with it, not just the zygote.
+            if link.report_exited(event).is_err() {
+                shutdown(children);
+            }
         }
     }
 }

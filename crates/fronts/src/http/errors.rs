@@ -14,7 +14,7 @@ pub struct ErrorBody {
 }
 
 /// What went wrong.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// A stable code: `bad_input`, `unauthorized`, `not_found`, `busy`, `too_large`,
     /// `rate_limited`, `sandbox_setup_failed`, `engine_error`.
@@ -48,9 +48,9 @@ impl ApiError {
         ApiError { status: StatusCode::NOT_FOUND, code: "not_found", message: what.into(), retry_after: None }
     }
 
-    /// 429: this token has too much in flight; retry after a second.
-    pub fn rate_limited(message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::TOO_MANY_REQUESTS, code: "rate_limited", message: message.into(), retry_after: Some(1) }
+    /// 429: this token has too much in flight or asked too often; retry after `seconds`.
+    pub fn rate_limited(message: impl Into<String>, seconds: u64) -> ApiError {
+        ApiError { status: StatusCode::TOO_MANY_REQUESTS, code: "rate_limited", message: message.into(), retry_after: Some(seconds) }
     }
 
     /// 500: the supervisor itself failed.
@@ -72,11 +72,19 @@ impl From<EngineError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The body alone (for a stream's `error` event or a failed job).
+    pub fn into_body(self) -> ErrorBody {
+        ErrorBody { error: ErrorDetail { code: self.code.into(), message: self.message } }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: ErrorDetail { code: self.code.into(), message: self.message } };
-        let mut response = (self.status, axum::Json(body)).into_response();
-        if let Some(seconds) = self.retry_after {
+        let (status, retry_after) = (self.status, self.retry_after);
+        let body = self.into_body();
+        let mut response = (status, axum::Json(body)).into_response();
+        if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response

@@ -10,20 +10,31 @@
 //! * `GET /healthz`, `GET /readyz` (a sandbox can be made), `GET /metrics` (Prometheus
 //!   text), `GET /openapi.json` (generated from these types by utoipa).
 //!
-//! Security by default: with `--token-file` every `/v1` request needs a bearer token
-//! (`crate::auth`); without one only loopback is served. Per token: requests in flight
-//! and open sessions are capped (429 with Retry-After, 409 for sessions), limits above
-//! the server's caps are refused (400, never silently lowered), bodies over 16 MiB get
-//! 413. Errors are `{"error": {"code", "message"}}` (`errors.rs`).
+//! * `POST /v1/sessions/{id}/snapshot`, and `restore` when creating a session.
+//! * `POST /v1/jobs`, `GET /v1/jobs/{job}` — evaluations that outlive their request.
+//! * With `Accept: text/event-stream`, `eval` and `execute` stream output and tool calls
+//!   (`stream.rs`); `POST /v1/sessions/{id}/tool_results/{call}` answers a tool call.
 //!
-//! Not built yet: streaming (SSE) and tool calls over HTTP, async jobs, snapshots.
+//! Security by default: with `--token-file` every `/v1` request needs a bearer token
+//! (`crate::auth`); without one only loopback is served. Per token: requests in flight,
+//! requests per minute (429 with Retry-After) and open sessions (409) are capped; limits
+//! above the server's caps are refused (400, never silently lowered); bodies over 16
+//! MiB get 413; headers must arrive within the header timeout, which also ends idle
+//! kept-alive connections (`server.rs`). Errors are `{"error": {"code", "message"}}`
+//! (`errors.rs`). Every response carries `x-request-id`, also in each log line of its
+//! request (`observe.rs`).
 
 mod errors;
+mod jobs;
+mod observe;
 mod routes;
+mod server;
 mod state;
+mod stream;
 
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
+pub use server::ConnectionLimits;
 pub use state::HttpCaps;
 
 use crate::auth::Tokens;
@@ -33,24 +44,35 @@ use std::sync::Arc;
 /// Serve the API at `addr` until SIGINT or SIGTERM; `ready` gets the bound address.
 /// Refuses a non-loopback address without tokens, and an environment whose sandboxes
 /// cannot get their layers (a test sandbox is made first).
+///
+/// At the signal: no new connections; running requests get the grace period; then
+/// every session is closed and the function returns. Work still running then is
+/// abandoned: when the process exits, the zygote sees its channel close and kills
+/// every sandbox.
 pub fn serve(
     engine: rsandbox::Engine,
     addr: SocketAddr,
     tokens: Option<Tokens>,
     caps: HttpCaps,
+    connections: ConnectionLimits,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), String> {
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
     engine.verify_lockdown().map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let state = Arc::new(state::AppState::new(engine, tokens, caps));
         let app = routes::router(state.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        ready(listener.local_addr().map_err(|e| e.to_string())?);
-        let served = axum::serve(listener, app).with_graceful_shutdown(crate::shutdown::stop_signal()).await;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        ready(bound);
+        tracing::info!(address = %bound, "listening");
+        server::run(listener, app, connections, crate::shutdown::stop_signal()).await;
         // Every session's sandbox ends with the state.
         state.close_all();
-        served.map_err(|e| e.to_string())
-    })
+        Ok(())
+    });
+    // Blocking work past the grace period is not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served
 }

@@ -1,29 +1,28 @@
 //! The routes, their request and response types (from which `/openapi.json` is
-//! generated), the token check and the request counters.
+//! generated), and the token check.
 
 use super::errors::{rejection, ApiError, ErrorBody};
+use super::jobs::JobView;
+use super::observe::{observe, Caller};
 use super::state::AppState;
+use super::stream::{self, StreamEvent, ToolBridge, ToolReply};
 use crate::request::{decode_files, options_from, InputFile, Limits};
-use axum::extract::{DefaultBodyLimit, Extension, MatchedPath, Path, Request, State};
-use axum::http::{header, StatusCode};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rsandbox::{EvalRequest, EvalResult, ExecuteOptions, WorkspaceFile};
+use rsandbox::{EvalRequest, EvalResult, ExecuteOptions, ToolSpec, WorkspaceFile};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use utoipa::OpenApi;
 
 /// Largest request body: code, files (base64) and JSON punctuation.
 pub const MAX_BODY: usize = 16 << 20;
 
 type AppResult<T> = Result<T, ApiError>;
-
-/// Who is asking: the token's name (`local` when the server has no tokens).
-#[derive(Clone, Debug)]
-pub struct Caller(pub String);
 
 /// `POST /v1/eval`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -53,6 +52,11 @@ pub struct SessionBody {
     /// Limits for the session's sandbox (each optional).
     #[serde(default)]
     pub limits: Limits,
+    /// Host tools: R functions whose calls the client answers (over a streaming execute).
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// A snapshot (from `POST /v1/sessions/{id}/snapshot`) to start from.
+    pub restore: Option<String>,
 }
 
 /// A session's handle.
@@ -60,6 +64,24 @@ pub struct SessionBody {
 pub struct SessionCreated {
     /// Use it in the session's URLs.
     pub session: String,
+    /// What R said restoring the snapshot (objects it could not restore).
+    pub warnings: Vec<String>,
+}
+
+/// A session's global environment, saved.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Snapshot {
+    /// Opaque (base64); only ever read inside a sandbox, by `restore`.
+    pub snapshot: String,
+    /// Objects that could not be saved (connections, external pointers).
+    pub not_saved: Vec<String>,
+}
+
+/// A tool result accepted.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ToolResultAccepted {
+    /// The call answered.
+    pub call: String,
 }
 
 /// `POST /v1/sessions/{id}/execute`.
@@ -94,8 +116,10 @@ pub struct FileWritten {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "rsandbox", description = "Run untrusted R code in kernel-enforced sandboxes."),
-    paths(eval, create_session, execute, interrupt, delete_session, get_file, put_file, healthz, readyz),
-    components(schemas(EvalBody, SessionBody, SessionCreated, ExecuteBody, Interrupted, FileWritten, ErrorBody, EvalResult, WorkspaceFile)),
+    paths(eval, create_session, execute, interrupt, delete_session, get_file, put_file, snapshot, tool_result, create_job, get_job,
+          healthz, readyz, metrics),
+    components(schemas(EvalBody, SessionBody, SessionCreated, ExecuteBody, Interrupted, FileWritten, Snapshot, ToolReply,
+                       ToolResultAccepted, JobView, ErrorBody, EvalResult, WorkspaceFile)),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -114,10 +138,14 @@ impl utoipa::Modify for BearerAuth {
 pub(super) fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/eval", post(eval))
+        .route("/v1/jobs", post(create_job))
+        .route("/v1/jobs/{job}", get(get_job))
         .route("/v1/sessions", post(create_session))
         .route("/v1/sessions/{id}", axum::routing::delete(delete_session))
         .route("/v1/sessions/{id}/execute", post(execute))
         .route("/v1/sessions/{id}/interrupt", post(interrupt))
+        .route("/v1/sessions/{id}/snapshot", post(snapshot))
+        .route("/v1/sessions/{id}/tool_results/{call}", post(tool_result))
         .route("/v1/sessions/{id}/files/{*path}", get(get_file).put(put_file))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
@@ -127,11 +155,12 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(|| async { Json(ApiDoc::openapi()) }))
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), count))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }
 
-/// The bearer token's name into the request (401 without a valid one).
+/// The bearer token's name into the request (401 without a valid one), and the token's
+/// requests this minute counted (429 past its limit).
 async fn authorize(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
     let caller = match &state.tokens {
         None => "local".to_string(),
@@ -143,51 +172,145 @@ async fn authorize(State(state): State<Arc<AppState>>, mut request: Request, nex
             }
         }
     };
-    request.extensions_mut().insert(Caller(caller));
-    next.run(request).await
-}
-
-/// Count every answer by route and status.
-async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let response = next.run(request).await;
-    *state.requests.lock().expect("metrics").entry((route, response.status().as_u16())).or_default() += 1;
+    let mut response = match state.count_request(&caller) {
+        Ok(()) => {
+            request.extensions_mut().insert(Caller(caller.clone()));
+            next.run(request).await
+        }
+        Err(e) => e.into_response(),
+    };
+    // For the log line, which is written outside this layer.
+    response.extensions_mut().insert(Caller(caller));
     response
 }
 
-/// Run blocking engine work off the async threads.
+/// Run blocking engine work off the async threads, in the request's span (so its log
+/// lines carry the request id).
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> AppResult<T> + Send + 'static) -> AppResult<T> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::internal(format!("a worker failed: {e}")))?
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(work)).await.map_err(|e| ApiError::internal(format!("a worker failed: {e}")))?
 }
 
-fn counted(state: &AppState, result: &EvalResult) {
-    *state.outcomes.lock().expect("metrics").entry(result.outcome.name().to_string()).or_default() += 1;
+/// Run blocking engine work whose events and result go to a server-sent event stream.
+/// The work runs inside the request's span, so its log lines carry the request id.
+/// `on_gone` runs if the client drops the stream before the work ends (a session's
+/// execute is interrupted then, instead of running to its deadline for nobody).
+fn streamed(
+    work: impl FnOnce(&tokio::sync::mpsc::UnboundedSender<StreamEvent>) -> AppResult<EvalResult> + Send + 'static,
+    on_gone: Option<Box<dyn FnOnce() + Send>>,
+) -> Response {
+    let (tx, response) = stream::channel();
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
+    if let Some(on_gone) = on_gone {
+        let watched = tx.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = watched.closed() => on_gone(),
+                _ = finished => {}
+            }
+        });
+    }
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || {
+        let _entered = span.enter();
+        let last = match work(&tx) {
+            Ok(result) => StreamEvent::Result(Box::new(result)),
+            Err(e) => StreamEvent::Error(e.into_body()),
+        };
+        let _ = done.send(());
+        // The client may have gone; the work is done either way.
+        let _ = tx.send(last);
+    });
+    response.into_response()
 }
+
+/// The checked options of an eval or job.
+fn eval_options(state: &AppState, body: &EvalBody) -> AppResult<rsandbox::EvalOptions> {
+    rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
+    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, body.timeout.is_some())
+}
+
+/// An eval in a fresh sandbox, with its events sent to `on_event`.
+fn run_eval<'a>(
+    state: &AppState,
+    body: &'a mut EvalBody,
+    options: rsandbox::EvalOptions,
+    on_event: Option<&'a mut dyn FnMut(rsandbox::Event<'_>)>,
+) -> AppResult<EvalResult> {
+    let mut request = EvalRequest::new(&body.code, options);
+    request.files = decode_files(std::mem::take(&mut body.files))?;
+    request.collect = std::mem::take(&mut body.collect);
+    request.on_event = on_event;
+    let result = state.engine.eval_request(request)?;
+    state.metrics.result(&result);
+    Ok(result)
+}
+
+/// The 200 answer: a result, as JSON or as the last event of a stream.
+const RESULT_CONTENT: &str = "The result (whatever the outcome), as JSON; with `Accept: text/event-stream`, a stream of \
+    `output` and `tool_call` events ending with one `result` (or `error`) event";
 
 /// Evaluate in a fresh sandbox.
 #[utoipa::path(post, path = "/v1/eval", request_body = EvalBody,
-    responses((status = 200, description = "The result (whatever the outcome)", body = EvalResult),
+    responses((status = 200, description = RESULT_CONTENT, content((EvalResult = "application/json"), (String = "text/event-stream"))),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn eval(
     State(state): State<Arc<AppState>>,
     Extension(Caller(caller)): Extension<Caller>,
+    headers: HeaderMap,
     body: Result<Json<EvalBody>, axum::extract::rejection::JsonRejection>,
-) -> AppResult<Json<EvalResult>> {
+) -> AppResult<Response> {
     let Json(body) = body.map_err(rejection)?;
-    let options = state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, body.timeout.is_some())?;
+    let options = eval_options(&state, &body)?;
     let admitted = state.admit(&caller)?;
+    if stream::wants_stream(&headers) {
+        return Ok(streamed(move |tx| {
+            let (_admitted, mut body) = (admitted, body);
+            let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+            run_eval(&state, &mut body, options, Some(&mut emit))
+        }, None));
+    }
     let state2 = state.clone();
     let result = blocking(move || {
-        let _admitted = admitted;
-        let mut request = EvalRequest::new(&body.code, options);
-        request.files = decode_files(body.files)?;
-        request.collect = body.collect;
-        Ok(state2.engine.eval_request(request)?)
+        let (_admitted, mut body) = (admitted, body);
+        run_eval(&state2, &mut body, options, None)
     })
     .await?;
-    counted(&state, &result);
-    Ok(Json(result))
+    Ok(Json(result).into_response())
+}
+
+/// Start an evaluation that runs after this request returns; poll `GET /v1/jobs/{job}`.
+#[utoipa::path(post, path = "/v1/jobs", request_body = EvalBody,
+    responses((status = 202, description = "Started", body = JobView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 413, body = ErrorBody), (status = 429, body = ErrorBody)))]
+async fn create_job(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+    body: Result<Json<EvalBody>, axum::extract::rejection::JsonRejection>,
+) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<JobView>)> {
+    let Json(body) = body.map_err(rejection)?;
+    let options = eval_options(&state, &body)?;
+    let admitted = state.admit(&caller)?;
+    let job = state.jobs.start(&caller);
+    let (state2, id) = (state.clone(), job.job.clone());
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || {
+        let _entered = span.enter();
+        let (_admitted, mut body) = (admitted, body);
+        let outcome = run_eval(&state2, &mut body, options, None).map_err(ApiError::into_body);
+        state2.jobs.finish(&id, outcome);
+    });
+    let location = format!("/v1/jobs/{}", job.job);
+    Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(job)))
+}
+
+/// A job: running, done (with its result) or failed (with its error). Finished jobs are
+/// kept for the server's retention period.
+#[utoipa::path(get, path = "/v1/jobs/{job}", params(("job" = String, Path, description = "The job")),
+    responses((status = 200, body = JobView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_job(State(state): State<Arc<AppState>>, Extension(Caller(caller)): Extension<Caller>, Path(job): Path<String>) -> AppResult<Json<JobView>> {
+    Ok(Json(state.jobs.get(&caller, &job)?))
 }
 
 /// Start a session.
@@ -202,47 +325,111 @@ async fn create_session(
 ) -> AppResult<(StatusCode, Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
     let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, false)?;
+    let bridge = Arc::new(ToolBridge::default());
+    let tools = bridge.tools(body.tools).map_err(ApiError::bad_input)?;
+    state.may_add_session(&caller)?;
     let admitted = state.admit(&caller)?;
     let state2 = state.clone();
-    let session = blocking(move || {
+    let created = blocking(move || {
         let _admitted = admitted;
-        let session = state2.engine.session(options, Vec::new())?;
-        state2.add_session(&caller, session)
+        let (session, warnings) = match body.restore {
+            None => (state2.engine.session(options, tools)?, Vec::new()),
+            Some(snapshot) => state2.engine.restore_session(options, tools, &snapshot)?,
+        };
+        let session = state2.add_session(&caller, session, bridge)?;
+        Ok(SessionCreated { session, warnings })
     })
     .await?;
-    Ok((StatusCode::CREATED, Json(SessionCreated { session })))
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 /// Run code in a session.
 #[utoipa::path(post, path = "/v1/sessions/{id}/execute", request_body = ExecuteBody,
     params(("id" = String, Path, description = "The session")),
-    responses((status = 200, body = EvalResult), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    responses((status = 200, description = RESULT_CONTENT, content((EvalResult = "application/json"), (String = "text/event-stream"))),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 409, description = "busy with another execute", body = ErrorBody),
               (status = 429, body = ErrorBody)))]
 async fn execute(
     State(state): State<Arc<AppState>>,
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
-) -> AppResult<Json<EvalResult>> {
+) -> AppResult<Response> {
     let Json(body) = body.map_err(rejection)?;
+    rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
     let timeout = match body.timeout {
-        None => Duration::from_secs(30),
+        None => Duration::from_secs(30).min(state.caps.max_timeout),
         Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t.min(86_400.0)),
         Some(t) => return Err(ApiError::bad_input(format!("invalid timeout: {t}"))),
     };
     if timeout > state.caps.max_timeout {
         return Err(ApiError::bad_input(format!("timeout above this server's cap of {} s", state.caps.max_timeout.as_secs())));
     }
-    let session = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id)?;
+    let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;
+    let options = ExecuteOptions { timeout, ..ExecuteOptions::default() };
+    if stream::wants_stream(&headers) {
+        let deadline = Instant::now() + timeout;
+        let gone = entry.clone();
+        let on_gone: Box<dyn FnOnce() + Send> = Box::new(move || {
+            tracing::info!("the client left the stream; interrupting the execute");
+            gone.session.interrupt();
+        });
+        return Ok(streamed(move |tx| {
+            let _running = (admitted, executing);
+            let _attached = entry.bridge.attach(tx.clone(), deadline);
+            let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+            let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
+            state.metrics.result(&result);
+            Ok(result)
+        }, Some(on_gone)));
+    }
+    let state2 = state.clone();
     let result = blocking(move || {
-        let _admitted = admitted;
-        Ok(session.execute(&body.code, &ExecuteOptions { timeout, ..ExecuteOptions::default() })?)
+        let _running = (admitted, executing);
+        let result = entry.session.execute(&body.code, &options)?;
+        state2.metrics.result(&result);
+        Ok(result)
     })
     .await?;
-    counted(&state, &result);
-    Ok(Json(result))
+    Ok(Json(result).into_response())
+}
+
+/// Answer a session's tool call (the `call` of a `tool_call` event): `value`, or `error`.
+#[utoipa::path(post, path = "/v1/sessions/{id}/tool_results/{call}", request_body = ToolReply,
+    params(("id" = String, Path, description = "The session"), ("call" = String, Path, description = "The call")),
+    responses((status = 200, body = ToolResultAccepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 404, description = "no such session, or no call of that id waits", body = ErrorBody)))]
+async fn tool_result(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path((id, call)): Path<(String, String)>,
+    body: Result<Json<ToolReply>, axum::extract::rejection::JsonRejection>,
+) -> AppResult<Json<ToolResultAccepted>> {
+    let Json(reply) = body.map_err(rejection)?;
+    let answer = match (reply.value, reply.error) {
+        (value, None) => Ok(value.unwrap_or(serde_json::Value::Null)),
+        (None, Some(error)) => Err(error),
+        (Some(_), Some(_)) => return Err(ApiError::bad_input("give value or error, not both")),
+    };
+    let entry = state.session(&caller, &id)?;
+    if !entry.bridge.answer(&call, answer) {
+        return Err(ApiError::not_found(format!("no tool call {} waits", rsandbox::quote_excerpt(&call))));
+    }
+    Ok(Json(ToolResultAccepted { call }))
+}
+
+/// Save a session's global environment (to start another session from it).
+#[utoipa::path(post, path = "/v1/sessions/{id}/snapshot", params(("id" = String, Path, description = "The session")),
+    responses((status = 200, body = Snapshot), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody)))]
+async fn snapshot(State(state): State<Arc<AppState>>, Extension(Caller(caller)): Extension<Caller>, Path(id): Path<String>) -> AppResult<Json<Snapshot>> {
+    let entry = state.session(&caller, &id)?;
+    let (snapshot, not_saved) = blocking(move || Ok(entry.session.snapshot()?)).await?;
+    Ok(Json(Snapshot { snapshot, not_saved }))
 }
 
 /// Interrupt what runs in a session (as Ctrl-C; the session keeps its state).
@@ -253,8 +440,8 @@ async fn interrupt(
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
 ) -> AppResult<Json<Interrupted>> {
-    let session = state.session(&caller, &id)?;
-    Ok(Json(Interrupted { interrupted: session.interrupt() }))
+    let entry = state.session(&caller, &id)?;
+    Ok(Json(Interrupted { interrupted: entry.session.interrupt() }))
 }
 
 /// End a session (its variables and files are gone).
@@ -279,8 +466,8 @@ async fn get_file(
     Extension(Caller(caller)): Extension<Caller>,
     Path((id, path)): Path<(String, String)>,
 ) -> AppResult<Json<WorkspaceFile>> {
-    let session = state.session(&caller, &id)?;
-    Ok(Json(blocking(move || Ok(session.get_file(&path)?)).await?))
+    let entry = state.session(&caller, &id)?;
+    Ok(Json(blocking(move || Ok(entry.session.get_file(&path)?)).await?))
 }
 
 /// Write a file into a session's workspace (the body is the content).
@@ -294,10 +481,10 @@ async fn put_file(
     Path((id, path)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> AppResult<Json<FileWritten>> {
-    let session = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id)?;
     let size = blocking({
         let path = path.clone();
-        move || Ok(session.put_file(&path, &body)?)
+        move || Ok(entry.session.put_file(&path, &body)?)
     })
     .await?;
     Ok(Json(FileWritten { path, size }))
@@ -316,16 +503,10 @@ async fn readyz(State(state): State<Arc<AppState>>) -> AppResult<&'static str> {
     Ok("ready\n")
 }
 
-/// Prometheus text: requests by route and status, outcomes, live sessions.
+/// Prometheus text: requests by route and status, latency histograms, outcomes,
+/// violations, sessions, busy sandboxes, the idle pool, running jobs.
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text format", content_type = "text/plain"),
+    (status = 401, body = ErrorBody)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    let mut text = String::from("# TYPE rsandbox_http_requests_total counter\n");
-    for ((route, status), n) in state.requests.lock().expect("metrics").iter() {
-        text.push_str(&format!("rsandbox_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}\n"));
-    }
-    text.push_str("# TYPE rsandbox_outcomes_total counter\n");
-    for (outcome, n) in state.outcomes.lock().expect("metrics").iter() {
-        text.push_str(&format!("rsandbox_outcomes_total{{outcome=\"{outcome}\"}} {n}\n"));
-    }
-    text.push_str(&format!("# TYPE rsandbox_sessions gauge\nrsandbox_sessions {}\n", state.live_sessions()));
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render(&state))
 }

@@ -1,12 +1,17 @@
 //! What the HTTP API holds between requests: the engine, the sessions and who owns
-//! them, what each token has in flight, and the counters `/metrics` shows.
+//! them, what each token has in flight and has asked this minute, the jobs, and the
+//! counters `/metrics` shows.
 
 use super::errors::ApiError;
+use super::jobs::Jobs;
+use super::observe::Metrics;
+use super::stream::ToolBridge;
 use crate::auth::Tokens;
 use rsandbox::{Engine, EvalOptions, Session};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Server-side caps: what a request may ask for, and what one token may hold.
 #[derive(Clone, Copy, Debug)]
@@ -17,10 +22,14 @@ pub struct HttpCaps {
     pub max_memory: u64,
     /// Most CPU seconds a request may ask for.
     pub max_cpu: u64,
-    /// Requests one token may have in flight.
+    /// Requests one token may have in flight (jobs included).
     pub max_in_flight_per_token: usize,
     /// Sessions one token may hold.
     pub max_sessions_per_token: usize,
+    /// Requests one token may make per minute (a fixed one-minute window).
+    pub max_requests_per_minute_per_token: u32,
+    /// How long a finished job's result is kept.
+    pub job_retention: Duration,
 }
 
 impl Default for HttpCaps {
@@ -31,6 +40,8 @@ impl Default for HttpCaps {
             max_cpu: 600,
             max_in_flight_per_token: 16,
             max_sessions_per_token: 16,
+            max_requests_per_minute_per_token: 1200,
+            job_retention: Duration::from_secs(600),
         }
     }
 }
@@ -64,10 +75,33 @@ impl HttpCaps {
     }
 }
 
-/// A session and the token that made it.
-struct Owned {
-    session: Arc<Session>,
+/// A session, the token that made it, the bridge its tool calls cross to the client,
+/// and whether an execute runs in it (so a streaming execute can be refused with 409
+/// before its stream starts).
+pub struct SessionEntry {
+    pub(super) session: Session,
+    pub(super) bridge: Arc<ToolBridge>,
     owner: String,
+    executing: AtomicBool,
+}
+
+/// An execute running in a session, until dropped.
+pub struct Executing(Arc<SessionEntry>);
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        self.0.executing.store(false, Ordering::SeqCst);
+    }
+}
+
+impl SessionEntry {
+    /// Mark an execute as running, or 409 when one already is.
+    pub fn start_execute(self: &Arc<Self>) -> Result<Executing, ApiError> {
+        if self.executing.swap(true, Ordering::SeqCst) {
+            return Err(ApiError::from(rsandbox::EngineError::Busy(self.session.id().to_string())));
+        }
+        Ok(Executing(self.clone()))
+    }
 }
 
 /// The API's state.
@@ -75,14 +109,18 @@ pub struct AppState {
     pub(super) engine: Engine,
     pub(super) tokens: Option<Tokens>,
     pub(super) caps: HttpCaps,
-    sessions: Mutex<HashMap<String, Owned>>,
+    pub(super) metrics: Metrics,
+    pub(super) jobs: Jobs,
+    sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
     in_flight: Mutex<HashMap<String, usize>>,
-    /// (route, status) → count; outcome → count.
-    pub(super) requests: Mutex<BTreeMap<(String, u16), u64>>,
-    pub(super) outcomes: Mutex<BTreeMap<String, u64>>,
+    /// Token → (start of its current minute, requests in it).
+    minute: Mutex<HashMap<String, (Instant, u32)>>,
+    /// Sandboxes running code now (evals, executes, jobs).
+    pub(super) busy: AtomicUsize,
 }
 
-/// A request counted against its token's in-flight cap until dropped.
+/// A request counted against its token's in-flight cap (and the server's busy gauge)
+/// until dropped.
 pub struct InFlight {
     state: Arc<AppState>,
     token: String,
@@ -90,6 +128,7 @@ pub struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.state.busy.fetch_sub(1, Ordering::SeqCst);
         if let Some(n) = self.state.in_flight.lock().expect("in flight").get_mut(&self.token) {
             *n -= 1;
         }
@@ -102,11 +141,32 @@ impl AppState {
             engine,
             tokens,
             caps,
+            metrics: Metrics::default(),
+            jobs: Jobs::new(caps.job_retention),
             sessions: Mutex::default(),
             in_flight: Mutex::default(),
-            requests: Mutex::default(),
-            outcomes: Mutex::default(),
+            minute: Mutex::default(),
+            busy: AtomicUsize::new(0),
         }
+    }
+
+    /// Count a request of `token` in this minute, or 429 with the seconds left in it.
+    pub fn count_request(&self, token: &str) -> Result<(), ApiError> {
+        let mut minute = self.minute.lock().expect("rate");
+        let now = Instant::now();
+        let (start, n) = minute.entry(token.to_string()).or_insert((now, 0));
+        if now.duration_since(*start) >= Duration::from_secs(60) {
+            (*start, *n) = (now, 0);
+        }
+        if *n >= self.caps.max_requests_per_minute_per_token {
+            let left = Duration::from_secs(60).saturating_sub(now.duration_since(*start));
+            return Err(ApiError::rate_limited(
+                format!("this token made {n} requests this minute (its limit)"),
+                left.as_secs().max(1),
+            ));
+        }
+        *n += 1;
+        Ok(())
     }
 
     /// Count a request of `token` in flight, or 429.
@@ -114,14 +174,15 @@ impl AppState {
         let mut in_flight = self.in_flight.lock().expect("in flight");
         let n = in_flight.entry(token.to_string()).or_default();
         if *n >= self.caps.max_in_flight_per_token {
-            return Err(ApiError::rate_limited(format!("{} requests of this token are in flight (its limit)", *n)));
+            return Err(ApiError::rate_limited(format!("{} requests of this token are in flight (its limit)", *n), 1));
         }
         *n += 1;
+        self.busy.fetch_add(1, Ordering::SeqCst);
         Ok(InFlight { state: self.clone(), token: token.to_string() })
     }
 
     /// Keep a new session for `owner`, or refuse (409) over the token's cap.
-    pub fn add_session(&self, owner: &str, session: Session) -> Result<String, ApiError> {
+    pub fn add_session(&self, owner: &str, session: Session, bridge: Arc<ToolBridge>) -> Result<String, ApiError> {
         let mut sessions = self.sessions.lock().expect("sessions");
         let held = sessions.values().filter(|s| s.owner == owner).count();
         if held >= self.caps.max_sessions_per_token {
@@ -130,27 +191,48 @@ impl AppState {
             ))));
         }
         let id = session.id().to_string();
-        sessions.insert(id.clone(), Owned { session: Arc::new(session), owner: owner.to_string() });
+        let entry = SessionEntry { session, bridge, owner: owner.to_string(), executing: AtomicBool::new(false) };
+        sessions.insert(id.clone(), Arc::new(entry));
         Ok(id)
     }
 
+    /// Whether `owner` may open another session (checked before one is made; the
+    /// check in [`Self::add_session`] is the one that holds).
+    pub fn may_add_session(&self, owner: &str) -> Result<(), ApiError> {
+        let held = self.sessions.lock().expect("sessions").values().filter(|s| s.owner == owner).count();
+        if held >= self.caps.max_sessions_per_token {
+            return Err(ApiError::from(rsandbox::EngineError::Busy(format!(
+                "this token holds {held} sessions (its limit); delete one first"
+            ))));
+        }
+        Ok(())
+    }
+
     /// The session `id` of `owner` (404 for another token's, as for none).
-    pub fn session(&self, owner: &str, id: &str) -> Result<Arc<Session>, ApiError> {
+    pub fn session(&self, owner: &str, id: &str) -> Result<Arc<SessionEntry>, ApiError> {
         match self.sessions.lock().expect("sessions").get(id) {
-            Some(s) if s.owner == owner => Ok(s.session.clone()),
-            _ => Err(ApiError::not_found(format!("no session {id:?}"))),
+            Some(s) if s.owner == owner => Ok(s.clone()),
+            _ => Err(ApiError::not_found(format!("no session {}", rsandbox::quote_excerpt(id)))),
         }
     }
 
     /// Remove `owner`'s session `id` (its sandbox ends when the last use does).
     pub fn remove_session(&self, owner: &str, id: &str) -> Result<(), ApiError> {
-        let mut sessions = self.sessions.lock().expect("sessions");
-        match sessions.get(id) {
-            Some(s) if s.owner == owner => {
-                sessions.remove(id);
+        let removed = {
+            let mut sessions = self.sessions.lock().expect("sessions");
+            match sessions.get(id) {
+                Some(s) if s.owner == owner => sessions.remove(id),
+                _ => None,
+            }
+        };
+        match removed {
+            Some(entry) => {
+                // A tool call waiting for the client is failed now, so an execute still
+                // running returns instead of waiting out its timeout.
+                entry.bridge.close();
                 Ok(())
             }
-            _ => Err(ApiError::not_found(format!("no session {id:?}"))),
+            None => Err(ApiError::not_found(format!("no session {}", rsandbox::quote_excerpt(id)))),
         }
     }
 
@@ -161,7 +243,10 @@ impl AppState {
 
     /// End every session (at shutdown).
     pub fn close_all(&self) {
-        let all: Vec<Owned> = self.sessions.lock().expect("sessions").drain().map(|(_, s)| s).collect();
+        let all: Vec<Arc<SessionEntry>> = self.sessions.lock().expect("sessions").drain().map(|(_, s)| s).collect();
+        for entry in &all {
+            entry.bridge.close();
+        }
         drop(all);
     }
 }

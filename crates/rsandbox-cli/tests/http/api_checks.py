@@ -1,16 +1,16 @@
 """`rsandbox serve --http`, driven with a real HTTP client (httpx2, from the MCP venv):
-every endpoint, every error path, session ownership across tokens, the caps, and a
-mixed load of good and bad requests at 32 connections.
+every endpoint, every error path, session ownership across tokens, the caps, streaming
+and tool calls, jobs, the connection timeouts, the logs and a graceful stop.
 
-Usage: api_checks.py RSANDBOX_BINARY [LOAD_REQUESTS]. One line per check; exits
-non-zero on the first failed one.
+Usage: api_checks.py RSANDBOX_BINARY. One line per check; exits non-zero on the first
+failed one. The load test is load.py.
 """
 import asyncio
 import base64
+import json
 import os
-import re
 import signal
-import statistics
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,41 +18,10 @@ import time
 
 import httpx2
 
+from server import ENV, Server
+
 BINARY = sys.argv[1]
-LOAD = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
-ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
-
-
-class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([BINARY, "serve", "--http", "127.0.0.1:0", "--prefork", "2", *args], env=ENV,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stderr.readline()
-        found = re.search(r"listening on (http://\S+)", line)
-        assert found, f"no address on stderr: {line!r}"
-        self.url = found.group(1)
-
-    def children(self):
-        """Processes below the server (the zygote and its sandboxes)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)], capture_output=True, text=True).stdout
-        return [int(p) for p in out.split()]
-
-    def rss_kb(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
-
-    def stop(self):
-        """SIGTERM: exit 0, and nothing the server started is left."""
-        children = self.children()
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=60)
-        assert code == 0, f"SIGTERM ends the server cleanly, got {code}: {self.proc.stderr.read()}"
-        deadline = time.time() + 10
-        while any(os.path.exists(f"/proc/{p}") for p in children) and time.time() < deadline:
-            time.sleep(0.1)
-        left = [p for p in children if os.path.exists(f"/proc/{p}")]
-        assert not left, f"processes of the server still alive: {left}"
 
 
 def error_code(r):
@@ -67,8 +36,8 @@ async def main():
     with tempfile.NamedTemporaryFile("w", delete=False) as f:
         f.write(f"alice:{ALICE}\nbob:{BOB}\n")
     os.chmod(f.name, 0o600)
-    server = Server("--token-file", f.name, "--max-timeout", "60", "--max-memory", "1G",
-                    "--max-in-flight-per-token", "4", "--max-sessions-per-token", "2")
+    server = Server(BINARY, "--token-file", f.name, "--max-timeout", "60", "--max-memory", "1G",
+                    "--max-in-flight-per-token", "4", "--max-sessions-per-token", "2", "--job-retention", "3")
     alice = httpx2.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {ALICE}"}, timeout=120)
     bob = httpx2.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {BOB}"}, timeout=120)
     anonymous = httpx2.AsyncClient(base_url=server.url, timeout=120)
@@ -155,64 +124,229 @@ async def main():
         assert r.status_code == 200, r.text
         metrics = (await alice.get("/metrics")).text
         assert 'route="/v1/eval",status="429"} 2' in metrics and 'outcome="violation"' in metrics, metrics
+        assert 'rsandbox_violations_total{syscall="execve"}' in metrics, metrics
+        assert 'rsandbox_http_request_seconds_bucket{route="/v1/eval",le="+Inf"}' in metrics and "rsandbox_pool_idle " in metrics, metrics
         print("ok 429 with Retry-After past the token's in-flight cap (per token), metrics count it")
+
+        await streaming_and_tools(server, alice, bob)
+        await jobs_and_snapshots(alice, bob)
+        await logs_carry_the_request_id(server, alice)
     finally:
         for c in (alice, bob, anonymous):
             await c.aclose()
         server.stop()
         os.unlink(f.name)
+    await per_minute_limit()
+    await connection_timeouts()
+    await graceful_stop()
 
-    # Load and abuse at 32 connections: every request answered with its status, nothing
-    # left running, the server's memory back near where it started.
-    server = Server("--max-in-flight-per-token", "64")
-    try:
-        limits = httpx2.Limits(max_connections=32)
-        async with httpx2.AsyncClient(base_url=server.url, timeout=120, limits=limits) as client:
-            await client.post("/v1/eval", json={"code": "1"})
-            rss_before = server.rss_kb()
-            kinds = [
-                ({"code": "1 + 1"}, 200, "ok"),
-                ({"code": "Sys.sleep(3)", "timeout": 0.3}, 200, "timeout"),
-                ({"code": "x <- numeric(1e9)", "limits": {"memory": "256M"}}, 200, "error|memory_limit"),
-                ({"code": "repeat cat(strrep('x', 1e5))", "limits": {"max_output": "1M"}}, 200, "output_limit"),
-                ({"code": "for (i in 1:200) parallel::mcparallel(Sys.sleep(5))", "limits": {"nproc": 20}}, 200, "error|process_limit|ok"),
-                (b'{"code": ', 400, None),
-                ({"code": "1", "timeout": -1}, 400, None),
-            ]
-            latencies = []
-            counts = {}
 
-            async def one(i):
-                body, status, outcomes = kinds[i % len(kinds)]
-                t = time.perf_counter()
-                if isinstance(body, bytes):
-                    r = await client.post("/v1/eval", content=body, headers={"Content-Type": "application/json"})
-                else:
-                    r = await client.post("/v1/eval", json=body)
-                elapsed = time.perf_counter() - t
-                assert r.status_code == status, (body, r.status_code, r.text[:300])
-                if outcomes:
-                    assert r.json()["outcome"] in outcomes.split("|"), (body, r.json()["outcome"], r.json().get("error"))
-                if i % len(kinds) == 0:
-                    latencies.append(elapsed)
-                counts[status] = counts.get(status, 0) + 1
+async def events(client, url, body):
+    """POST with Accept: text/event-stream; the (event, data) pairs as they come, and
+    the callback's answers to tool calls."""
+    got = []
+    async with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream"), (r.status_code, await r.aread())
+        name = None
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                got.append((name, json.loads(line[len("data: "):])))
+                yield got[-1]
+    assert got and got[-1][0] in ("result", "error"), got
 
-            t0 = time.perf_counter()
-            await asyncio.gather(*(one(i) for i in range(LOAD)))
-            took = time.perf_counter() - t0
-            for kind in ["/v1/sessions/unknown/execute"]:
-                r = await client.post(kind, json={"code": "1"})
+
+async def streaming_and_tools(server, alice, bob):
+    seen = [e async for e in events(alice, "/v1/eval", {"code": "for (i in 1:3) { cat('line', i, '\\n'); Sys.sleep(0.3) }; message('done'); 42"})]
+    kinds = [k for k, _ in seen]
+    text = "".join(d["text"] for k, d in seen if k == "output" and d["stream"] == "stdout")
+    assert "line 1" in text and "line 3" in text and kinds[-1] == "result" and seen[-1][1]["value"] == 42, seen
+    assert any(k == "output" and d["stream"] == "message" for k, d in seen), seen
+    # The output came while the code ran: the first event precedes the result by the sleeps.
+    assert kinds.index("output") < len(kinds) - 1
+    print("ok eval with Accept: text/event-stream streams output events, then the result")
+
+    tools = [{"name": "lookup", "description": "a value by key", "args": {"key": "character"}},
+             {"name": "fails", "args": {}}]
+    r = await alice.post("/v1/sessions", json={"tools": tools})
+    assert r.status_code == 201, r.text
+    sid = r.json()["session"]
+    table = {"pi": 3.14, "e": 2.72}
+    calls = []
+    async for name, data in events(alice, f"/v1/sessions/{sid}/execute",
+                                   {"code": "a <- lookup('pi'); b <- tryCatch(fails(), error = function(e) conditionMessage(e)); list(a, b)"}):
+        if name == "tool_call":
+            calls.append(data)
+            if data["tool"] == "lookup":
+                # Another token cannot answer it, nor can anyone answer a call that does not wait.
+                r = await bob.post(f"/v1/sessions/{sid}/tool_results/{data['call']}", json={"value": 0})
                 assert r.status_code == 404, r.text
-            await asyncio.sleep(1)
-            rss_after = server.rss_kb()
-        q = statistics.quantiles(latencies, n=100)
-        print(f"ok {LOAD} mixed requests at 32 connections, each with its status ({counts}); {LOAD / took:.0f} requests/s; "
-              f"eval 1+1 under that load: p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {q[98] * 1000:.1f} ms; "
-              f"server RSS {rss_before} -> {rss_after} kB")
-        # Near where it started: the allocator keeps some arenas, not what the load held.
-        assert rss_after < rss_before + 100 * 1024, f"the server kept {rss_after - rss_before} kB"
+                r = await alice.post(f"/v1/sessions/{sid}/tool_results/call-999", json={"value": 0})
+                assert r.status_code == 404 and error_code(r) == "not_found", r.text
+                r = await alice.post(f"/v1/sessions/{sid}/tool_results/{data['call']}", json={"value": 1, "error": "x"})
+                assert r.status_code == 400, r.text
+                answer = {"value": table[data["args"]["key"]]}
+            else:
+                answer = {"error": "the host says no"}
+            r = await alice.post(f"/v1/sessions/{sid}/tool_results/{data['call']}", json=answer)
+            assert r.status_code == 200 and r.json()["call"] == data["call"], r.text
+        elif name == "result":
+            result = data
+    assert [c["tool"] for c in calls] == ["lookup", "fails"] and calls[0]["args"] == {"key": "pi"}, calls
+    assert result["outcome"] == "ok" and result["value"][0] == 3.14 and "the host says no" in result["value"][1], result
+    # Without a stream there is no one to answer: the call fails in R, saying why.
+    r = await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "tryCatch(lookup('e'), error = function(e) conditionMessage(e))"})
+    assert r.status_code == 200 and "text/event-stream" in r.json()["value"], r.text
+    # A streaming execute on a busy session is refused before its stream starts.
+    running = asyncio.create_task(alice.post(f"/v1/sessions/{sid}/execute", json={"code": "Sys.sleep(2)"}))
+    await asyncio.sleep(0.7)
+    r = await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "1"}, headers={"Accept": "text/event-stream"})
+    assert r.status_code == 409 and error_code(r) == "busy", r.text
+    await running
+    # A client that leaves a stream interrupts its execute: the session is free at once.
+    async with alice.stream("POST", f"/v1/sessions/{sid}/execute", json={"code": "cat('started\\n'); Sys.sleep(60)", "timeout": 50},
+                            headers={"Accept": "text/event-stream"}) as r:
+        async for line in r.aiter_lines():
+            if "started" in line:
+                break
+    for _ in range(50):
+        r = await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "'free'"})
+        if r.status_code != 409:
+            break
+        await asyncio.sleep(0.2)
+    assert r.status_code == 200 and r.json()["value"] == "free", r.text
+    assert (await alice.delete(f"/v1/sessions/{sid}")).status_code == 204
+    print("ok session tools over a stream: tool_call events answered with tool_results (value or error), 404 for others, "
+          "no stream = a clear R error, 409 before a stream, a dropped stream interrupts")
+
+
+async def jobs_and_snapshots(alice, bob):
+    r = await alice.post("/v1/jobs", json={"code": "Sys.sleep(1); sum(1:10)"})
+    assert r.status_code == 202 and r.json()["state"] == "running", r.text
+    job = r.json()["job"]
+    assert r.headers["Location"] == f"/v1/jobs/{job}"
+    assert (await bob.get(f"/v1/jobs/{job}")).status_code == 404
+    for _ in range(100):
+        view = (await alice.get(f"/v1/jobs/{job}")).json()
+        if view["state"] != "running":
+            break
+        await asyncio.sleep(0.1)
+    assert view["state"] == "done" and view["result"]["value"] == 55, view
+    r = await alice.post("/v1/jobs", json={"code": "1", "limits": {"memory": "64G"}})
+    assert r.status_code == 400, r.text
+    # Retention is 3 s on this server: the result is gone after it.
+    await asyncio.sleep(3.5)
+    r = await alice.get(f"/v1/jobs/{job}")
+    assert r.status_code == 404 and error_code(r) == "not_found", r.text
+    print("ok jobs: 202 + Location, polled to done with the result, another token 404, bad limits 400, dropped after retention")
+
+    sid = (await alice.post("/v1/sessions", json={})).json()["session"]
+    await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "x <- c(a = 1, b = 2); con <- textConnection('abc')"})
+    r = await alice.post(f"/v1/sessions/{sid}/snapshot")
+    assert r.status_code == 200 and "con" in r.json()["not_saved"], r.text
+    snapshot = r.json()["snapshot"]
+    assert (await alice.delete(f"/v1/sessions/{sid}")).status_code == 204
+    r = await alice.post("/v1/sessions", json={"restore": snapshot})
+    assert r.status_code == 201, r.text
+    restored = r.json()["session"]
+    r = await alice.post(f"/v1/sessions/{restored}/execute", json={"code": "x[['b']]"})
+    assert r.json()["value"] == 2, r.text
+    assert (await alice.delete(f"/v1/sessions/{restored}")).status_code == 204
+    r = await alice.post("/v1/sessions", json={"restore": "bm90IGEgc25hcHNob3Q="})
+    assert r.status_code == 400 and error_code(r) == "bad_input", r.text
+    print("ok snapshots: saved (what could not be is named), restored into a new session; garbage is bad input")
+
+
+async def logs_carry_the_request_id(server, alice):
+    r = await alice.post("/v1/eval", json={"code": "1"}, headers={"X-Request-Id": "my-trace-42"})
+    assert r.headers["x-request-id"] == "my-trace-42", r.headers
+    r = await alice.post("/v1/eval", json={"code": "1"}, headers={"X-Request-Id": "not ok/" * 20})
+    generated = r.headers["x-request-id"]
+    assert generated.startswith("req-"), generated
+    await asyncio.sleep(0.3)
+    mine = [l for l in server.log if l.get("span", {}).get("request_id") == "my-trace-42"]
+    answered = [l for l in mine if l["message"] == "answered"]
+    assert answered and answered[0]["status"] == 200 and answered[0]["token"] == "alice", mine
+    assert any(l["message"] == "result" and l["outcome"] == "ok" for l in mine), mine
+    assert any(l.get("span", {}).get("request_id") == generated for l in server.log)
+    print("ok every response has x-request-id (the client's if plain), and the JSON log lines of that request carry it")
+
+
+async def per_minute_limit():
+    with tempfile.NamedTemporaryFile("w", delete=False) as f:
+        f.write(f"alice:{ALICE}\nbob:{BOB}\n")
+    os.chmod(f.name, 0o600)
+    server = Server(BINARY, "--token-file", f.name, "--max-requests-per-minute-per-token", "5")
+    try:
+        async with httpx2.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {ALICE}"}) as alice, \
+                httpx2.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {BOB}"}) as bob:
+            statuses = [(await alice.get("/v1/jobs/none")).status_code for _ in range(5)]
+            assert statuses == [404] * 5, statuses
+            r = await alice.post("/v1/eval", json={"code": "1"})
+            assert r.status_code == 429 and error_code(r) == "rate_limited" and 1 <= int(r.headers["Retry-After"]) <= 60, (r.text, r.headers)
+            assert (await bob.post("/v1/eval", json={"code": "1"})).status_code == 200
     finally:
         server.stop()
+        os.unlink(f.name)
+    print("ok requests per minute per token: the 6th of 5 gets 429 with Retry-After; another token is not limited")
+
+
+async def connection_timeouts():
+    server = Server(BINARY, "--header-timeout", "2")
+    try:
+        def closed_within(sock, seconds):
+            sock.settimeout(seconds)
+            try:
+                return sock.recv(65536) == b"" or sock.recv(65536) == b""
+            except (socket.timeout, ConnectionResetError):
+                return False
+        silent = socket.create_connection(("127.0.0.1", server.port))
+        assert closed_within(silent, 15), "a connection that sends nothing is closed after the header timeout"
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        assert closed_within(slow, 15), "headers that never end are cut off"
+        idle = socket.create_connection(("127.0.0.1", server.port))
+        idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.settimeout(10)
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200")
+        assert closed_within(idle, 15), "a kept-alive connection left idle is closed"
+        # The server still serves.
+        async with httpx2.AsyncClient(base_url=server.url) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    finally:
+        server.stop()
+    print("ok the header timeout closes silent, slow and idle kept-alive connections; the server keeps serving")
+
+
+async def graceful_stop():
+    # Within the grace period, running work finishes and its answer is sent.
+    server = Server(BINARY, "--shutdown-grace", "30")
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as client:
+        running = asyncio.create_task(client.post("/v1/eval", json={"code": "Sys.sleep(1.5); 'finished'"}))
+        await asyncio.sleep(0.7)
+        server.proc.send_signal(signal.SIGTERM)
+        r = await running
+    assert r.status_code == 200 and r.json()["value"] == "finished", r.text
+    server.stop()
+    # Past the grace period, the server exits anyway and no sandbox is left.
+    server = Server(BINARY, "--shutdown-grace", "1")
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as client:
+        sid = (await client.post("/v1/sessions", json={})).json()["session"]
+        running = [asyncio.create_task(client.post("/v1/eval", json={"code": "Sys.sleep(60)", "timeout": 100})),
+                   asyncio.create_task(client.post(f"/v1/sessions/{sid}/execute", json={"code": "Sys.sleep(60)", "timeout": 100}))]
+        await asyncio.sleep(1.5)
+        assert len(server.descendants()) >= 3, "the zygote and two sandboxes run"
+        started = time.time()
+        server.stop(wait=20)
+        for t in running:
+            try:
+                r = await t
+                raise AssertionError(f"work past the grace period was answered: {r.status_code}")
+            except httpx2.HTTPError:
+                pass  # the connection closed with the server, unanswered
+    print(f"ok SIGTERM: running work finishes within the grace period; past it the server exits "
+          f"({time.time() - started:.1f} s with 1 s of grace) and leaves no process")
 
 
 asyncio.run(main())
