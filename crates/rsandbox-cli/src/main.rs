@@ -245,7 +245,13 @@ impl HttpCapArgs {
 
     /// Structured logs on stderr (`RUST_LOG`-free: info and above).
     fn start_logging(&self) {
-        let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(tracing::Level::INFO).with_target(false);
+        // A log line that cannot be written (stderr closed) is dropped: the default would
+        // report it with eprintln!, which panics the request on a closed stderr.
+        let builder = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_max_level(tracing::Level::INFO)
+            .with_target(false)
+            .log_internal_errors(false);
         // A subscriber set already (a library caller's) is kept.
         let _ = if self.log_format == "json" {
             builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init()
