@@ -365,6 +365,11 @@ impl SandboxChild {
             }
             self.meter_sample(&mut run);
         }
+        if stream {
+            // What the last read (in `finished`) collected after the final round: a
+            // stream ends with everything the result holds.
+            self.stream_pipes(&mut run, &mut *emit);
+        }
         Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
     }
 
