@@ -4,9 +4,9 @@ errors, violations, malformed JSON, bad limits, oversized bodies, unknown sessio
 jobs, bad and missing tokens. Every request must get its status (and outcome); after the
 load the server's memory is back near where it started and no sandbox is left.
 
-Usage: load.py RSANDBOX_BINARY [REQUESTS] [--clean]. With --clean, only `eval 1+1`
-(for the figures). Prints one `ok` line with requests/s and the p50/p99 latency of
-`eval 1+1` under that load.
+Usage: load.py RSANDBOX_BINARY [REQUESTS] [--clean] [--connections N]. With --clean,
+only `eval 1+1` (for the figures). Prints one `ok` line with requests/s and the p50/p99
+latency of `eval 1+1` under that load.
 """
 import asyncio
 import statistics
@@ -22,6 +22,7 @@ from server import Server
 BINARY = sys.argv[1]
 LOAD = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
 CLEAN = "--clean" in sys.argv
+CONNECTIONS = int(sys.argv[sys.argv.index("--connections") + 1]) if "--connections" in sys.argv else 32
 TOKEN = "load-token-0123456789abcdef"
 ONE_PLUS_ONE = ({"code": "1 + 1"}, 200, "ok")
 
@@ -54,7 +55,7 @@ async def main():
                     "--max-requests-per-minute-per-token", "1000000")
     auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
-        limits = httpx2.Limits(max_connections=32)
+        limits = httpx2.Limits(max_connections=CONNECTIONS)
         async with httpx2.AsyncClient(base_url=server.url, timeout=120, limits=limits, headers=auth) as client:
             await client.post("/v1/eval", json={"code": "1"})
             rss_before = server.rss_kb()
@@ -109,7 +110,7 @@ async def main():
 
             async def connection(c):
                 # A closed loop per connection: latencies are the server's, not a queue's.
-                for i in range(c, LOAD, 32):
+                for i in range(c, LOAD, CONNECTIONS):
                     try:
                         await one(i)
                     except httpx2.HTTPError as e:
@@ -117,7 +118,7 @@ async def main():
                         raise AssertionError(f"request {i} ({kind[2]}, {str(kind[0])[:80]}) got no answer: {e!r}") from e
 
             t0 = time.perf_counter()
-            await asyncio.gather(*(connection(c) for c in range(32)))
+            await asyncio.gather(*(connection(c) for c in range(CONNECTIONS)))
             took = time.perf_counter() - t0
             await asyncio.sleep(1)
             rss_after = server.rss_kb()
@@ -125,7 +126,7 @@ async def main():
         assert sum(counts.values()) == LOAD, counts
         q = statistics.quantiles(latencies, n=100)
         what = "eval 1+1 requests" if CLEAN else "mixed requests"
-        print(f"ok {LOAD} {what} at 32 connections, each with its status ({dict(sorted(counts.items(), key=str))}); "
+        print(f"ok {LOAD} {what} at {CONNECTIONS} connections, each with its status ({dict(sorted(counts.items(), key=str))}); "
               f"{LOAD / took:.0f} requests/s; eval 1+1: p50 {statistics.median(latencies) * 1000:.1f} ms, "
               f"p99 {q[98] * 1000:.1f} ms; server RSS {rss_before} -> {rss_after} kB")
         assert "rsandbox_sandboxes_busy 0" in metrics, [l for l in metrics.splitlines() if "busy" in l]
