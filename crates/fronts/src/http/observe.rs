@@ -44,8 +44,8 @@ impl Histogram {
 /// The counters.
 #[derive(Default)]
 pub struct Metrics {
-    /// (route, status) → requests.
-    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    /// (route, status, token name) → requests.
+    requests: Mutex<BTreeMap<(String, u16, String), u64>>,
     /// route → latency.
     latency: Mutex<BTreeMap<String, Histogram>>,
     /// outcome → results.
@@ -66,17 +66,17 @@ impl Metrics {
         tracing::info!(outcome = %outcome, wall_ms = result.usage.wall_ms, "result");
     }
 
-    fn request(&self, route: &str, status: u16, seconds: f64) {
-        *self.requests.lock().expect("metrics").entry((route.to_string(), status)).or_default() += 1;
+    fn request(&self, route: &str, status: u16, token: &str, seconds: f64) {
+        *self.requests.lock().expect("metrics").entry((route.to_string(), status, token.to_string())).or_default() += 1;
         self.latency.lock().expect("metrics").entry(route.to_string()).or_default().observe(seconds);
     }
 
     /// The Prometheus text.
     pub fn render(&self, state: &AppState) -> String {
         let mut t = String::new();
-        t.push_str("# HELP rsandbox_http_requests_total Requests answered, by route and status.\n# TYPE rsandbox_http_requests_total counter\n");
-        for ((route, status), n) in self.requests.lock().expect("metrics").iter() {
-            let _ = writeln!(t, "rsandbox_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
+        t.push_str("# HELP rsandbox_http_requests_total Requests answered, by route, status and token name (- before the token check).\n# TYPE rsandbox_http_requests_total counter\n");
+        for ((route, status, token), n) in self.requests.lock().expect("metrics").iter() {
+            let _ = writeln!(t, "rsandbox_http_requests_total{{route=\"{route}\",status=\"{status}\",token=\"{token}\"}} {n}");
         }
         t.push_str("# HELP rsandbox_http_request_seconds Time to answer, by route.\n# TYPE rsandbox_http_request_seconds histogram\n");
         for (route, h) in self.latency.lock().expect("metrics").iter() {
@@ -132,8 +132,8 @@ pub async fn observe(State(state): State<Arc<AppState>>, request: Request, next:
     let mut response = next.run(request).instrument(span.clone()).await;
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
-    state.metrics.request(&route, status, seconds);
     let caller = response.extensions().get::<Caller>().map_or("-", |c| c.0.as_str()).to_string();
+    state.metrics.request(&route, status, &caller, seconds);
     span.in_scope(|| tracing::info!(status, token = %caller, ms = (seconds * 1000.0).round() as u64, "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);

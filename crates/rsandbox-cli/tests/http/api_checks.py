@@ -123,7 +123,7 @@ async def main():
         r = await bob.post("/v1/eval", json={"code": "'bob is not limited by alice'"})
         assert r.status_code == 200, r.text
         metrics = (await alice.get("/metrics")).text
-        assert 'route="/v1/eval",status="429"} 2' in metrics and 'outcome="violation"' in metrics, metrics
+        assert 'route="/v1/eval",status="429",token="alice"} 2' in metrics and 'outcome="violation"' in metrics, metrics
         assert 'rsandbox_violations_total{syscall="execve"}' in metrics, metrics
         assert 'rsandbox_http_request_seconds_bucket{route="/v1/eval",le="+Inf"}' in metrics and "rsandbox_pool_idle " in metrics, metrics
         print("ok 429 with Retry-After past the token's in-flight cap (per token), metrics count it")
