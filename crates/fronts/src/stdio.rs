@@ -70,6 +70,8 @@ enum Request {
         max_tool_calls: Option<u32>,
         #[serde(default)]
         stream: bool,
+        /// `false`: no auto-printing, the last value returned visible or not.
+        echo: Option<bool>,
     },
     #[serde(rename = "session.close")]
     SessionClose { id: Value, session: String },
@@ -265,7 +267,7 @@ impl Server {
                 Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
                 Err((code, message)) => self.error(&id, code, &message),
             },
-            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream } => {
+            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
                 let options = match options_from(&Limits::default(), timeout) {
@@ -273,6 +275,7 @@ impl Server {
                         timeout: o.timeout,
                         max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
                         max_output: defaults.max_output,
+                        echo: echo.unwrap_or(defaults.echo),
                     },
                     Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
                 };

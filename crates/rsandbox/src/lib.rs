@@ -203,6 +203,7 @@ impl Engine {
             on_event: None,
             interrupt_on_timeout: false,
             args: &[],
+            echo: true,
         })?;
         if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
             return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
@@ -212,7 +213,7 @@ impl Engine {
 
     /// Run one request on a prepared child, with audit records around it.
     pub(crate) fn run(&self, prepared: &mut Prepared, id: &str, spec: Run<'_>) -> Result<EvalResult, EngineError> {
-        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout, args } = spec;
+        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout, args, echo } = spec;
         options::validate_code(code)?;
         let audit = self.inner.audit.as_ref();
         if let Some(log) = audit {
@@ -242,6 +243,7 @@ impl Engine {
             on_event: on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>)),
             interrupt_on_timeout,
             args,
+            echo,
         })?;
         if let Some(log) = audit {
             if let Some(v) = &result.violation {
@@ -250,7 +252,13 @@ impl Engine {
             if !matches!(result.outcome, Outcome::Ok | Outcome::Error | Outcome::Violation) {
                 log.record("limit", id, json!({"outcome": result.outcome}));
             }
-            log.record("execute_complete", id, json!({"outcome": result.outcome, "usage": result.usage}));
+            // securer's event names, so its users' log readers keep working.
+            let event = match result.outcome {
+                Outcome::Error => "execute_error",
+                Outcome::Timeout => "execute_timeout",
+                _ => "execute_complete",
+            };
+            log.record(event, id, json!({"outcome": result.outcome, "usage": result.usage}));
         }
         Ok(result)
     }
@@ -356,12 +364,13 @@ pub(crate) struct Run<'a> {
     pub(crate) on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
     pub(crate) interrupt_on_timeout: bool,
     pub(crate) args: &'a [String],
+    pub(crate) echo: bool,
 }
 
 impl<'a> Run<'a> {
     /// Code and limits; no tools, nothing streamed, killed at the deadline.
     pub(crate) fn plain(code: &'a str, options: &'a EvalOptions) -> Run<'a> {
-        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false, args: &[] }
+        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false, args: &[], echo: true }
     }
 }
 

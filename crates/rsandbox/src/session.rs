@@ -30,11 +30,15 @@ pub struct ExecuteOptions {
     pub max_tool_calls: u32,
     /// stdout + stderr + result bytes allowed.
     pub max_output: u64,
+    /// Print visible values as a console does (the default); `false`: evaluate
+    /// silently and return the last value whether visible or not, as `eval()` does
+    /// (what securer's users expect).
+    pub echo: bool,
 }
 
 impl Default for ExecuteOptions {
     fn default() -> Self {
-        ExecuteOptions { timeout: Duration::from_secs(30), max_tool_calls: 100, max_output: EvalOptions::default().max_output }
+        ExecuteOptions { timeout: Duration::from_secs(30), max_tool_calls: 100, max_output: EvalOptions::default().max_output, echo: true }
     }
 }
 
@@ -84,6 +88,7 @@ impl Session {
             max_tool_calls: options.max_tool_calls,
             on_event: on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>)),
             interrupt_on_timeout: true,
+            echo: options.echo,
             ..Run::plain(code, &per_call)
         };
         let run = self.engine.run(prepared, &self.id, spec);

@@ -218,13 +218,16 @@ fn audit_log_records_every_event() {
     {
         let s = e.session(EvalOptions::default(), typed_tools()).unwrap();
         s.execute("add(1, 2)", &quick()).unwrap();
+        s.execute("stop('as planned')", &quick()).unwrap();
         s.execute("system('id')", &quick()).unwrap();
         s.execute("Sys.sleep(5)", &ExecuteOptions { timeout: Duration::from_millis(300), ..quick() }).unwrap();
     }
     let lines: Vec<Value> =
         std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
-    for want in ["session_start", "execute_start", "tool_call", "tool_result", "execute_complete", "violation", "limit", "session_reset", "session_close"] {
+    // securer's names where it has the event (execute_error, execute_timeout).
+    let wanted = ["session_start", "execute_start", "tool_call", "tool_result", "execute_complete", "execute_error", "execute_timeout"];
+    for want in wanted.into_iter().chain(["violation", "limit", "session_reset", "session_close"]) {
         assert!(events.contains(&want), "missing {want} in {events:?}");
     }
     assert!(lines.iter().all(|l| l["ts"].as_str().is_some_and(|t| t.ends_with('Z')) && l["session"].is_string()));

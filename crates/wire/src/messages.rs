@@ -110,6 +110,10 @@ pub enum ChildRequest {
         /// empty: unchanged.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<String>,
+        /// Print visible values as a console does (`true`), or evaluate silently with
+        /// the last value returned whether visible or not (`false`, as `eval()` would).
+        #[serde(default = "echo_default", skip_serializing_if = "is_echo_default")]
+        echo: bool,
     },
     /// Write a file into the workspace (parents created); answered with `FileWritten`.
     PutFile {
@@ -258,3 +262,12 @@ pub struct FileEntry {
 
 /// The most files one listing carries.
 pub const MAX_LISTED_FILES: usize = 10_000;
+
+fn echo_default() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_echo_default(echo: &bool) -> bool {
+    *echo
+}

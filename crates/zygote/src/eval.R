@@ -6,7 +6,7 @@
 # everything else is reached through `pkg::`. Entry points:
 #
 #   rsandbox_prepare_zygote(preload)  once, in the zygote, before forking
-#   rsandbox_eval(code, plot_dir, stream)  per request in a forked child; returns JSON
+#   rsandbox_eval(code, plot_dir, stream, echo)  per request in a forked child; returns JSON
 #   rsandbox_snapshot(file) / rsandbox_restore(file)  a session's global
 #                                     environment to and from a file in the workspace
 #   rsandbox_to_json(x)               encoder used for the returned value
@@ -15,7 +15,8 @@
 #
 #   {"status": "ok" | "error" | "syntax_error" | "memory_limit" | "process_limit"
 #              | "interrupted",
-#    "value": <last visible value, encoded as below, or null>,
+#    "value": <last visible value (with echo = "0": the last value, visible
+#              or not), encoded as below, or null>,
 #    "visible": <true iff the last top-level expression evaluated was visible;
 #                false after an error>,
 #    "messages": [<conditionMessage of each message(), trailing "\n" kept>],
@@ -211,8 +212,9 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
 # ---------------------------------------------------------------------------
 # Evaluation
 
-rsandbox_eval <- function(code, plot_dir, stream = "0") {
+rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   .rsb_state$stream <- identical(stream, "1")
+  .rsb_state$echo <- !identical(echo, "0")
   tryCatch(
     .rsb_eval(code, plot_dir),
     error = function(e) {
@@ -286,7 +288,8 @@ rsandbox_eval <- function(code, plot_dir, stream = "0") {
       break
     }
     visible <- step$visible
-    if (visible) value <- step$value
+    # Without echo, as eval() would: the last value, visible or not.
+    if (visible || !.rsb_state$echo) value <- step$value
   }
 
   # Devices buffer pages until closed; close them so the PNGs are complete
@@ -314,7 +317,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0") {
   tryCatch(
     withCallingHandlers({
       res <- withVisible(eval(toplevel_expr, globalenv()))
-      if (res$visible) .rsb_autoprint(res$value)
+      if (res$visible && .rsb_state$echo) .rsb_autoprint(res$value)
       list(value = res$value, visible = res$visible, error = NULL)
     },
     warning = function(w) .rsb_on_warning(w, log),

@@ -32,6 +32,7 @@ extern "C" {
     pub fn Rf_lang2(f: SEXP, a: SEXP) -> SEXP;
     pub fn R_set_command_line_arguments(argc: c_int, argv: *mut *mut c_char);
     pub fn Rf_lang4(f: SEXP, a: SEXP, b: SEXP, c: SEXP) -> SEXP;
+    pub fn Rf_lang5(f: SEXP, a: SEXP, b: SEXP, c: SEXP, d: SEXP) -> SEXP;
     pub fn R_ParseVector(text: SEXP, n: c_int, status: *mut c_int, srcfile: SEXP) -> SEXP;
     pub fn R_tryEval(e: SEXP, env: SEXP, error: *mut c_int) -> SEXP;
     pub fn Rf_length(s: SEXP) -> c_int;

@@ -81,11 +81,11 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     // a one-shot evaluation is a session of one request.
     loop {
         match host().next_request() {
-            Ok(Some(ChildRequest::Eval { code, stream, args })) => {
+            Ok(Some(ChildRequest::Eval { code, stream, args, echo })) => {
                 if !args.is_empty() {
                     set_command_args(&args);
                 }
-                write_report(&evaluate(r, &code, &plot_dir, stream))
+                write_report(&evaluate(r, &code, &plot_dir, stream, echo))
             }
             Ok(Some(ChildRequest::PutFile { path, data_base64 })) => {
                 let written = base64::engine::general_purpose::STANDARD
@@ -133,11 +133,12 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     }
 }
 
-fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool) -> ChildReport {
+fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool, echo: bool) -> ChildReport {
     let r_result = if code.contains('\0') {
         Err("code contains a NUL byte".to_string())
     } else {
-        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy(), if stream { "1" } else { "0" }])
+        let flag = |on: bool| if on { "1" } else { "0" };
+        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy(), flag(stream), flag(echo)])
             .map_err(|e| e.to_string())
             .and_then(|out| out.into_iter().next().ok_or_else(|| "rsandbox_eval returned nothing".into()))
     };

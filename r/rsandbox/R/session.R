@@ -17,7 +17,8 @@
 #' @param restore A \code{$snapshot()} of another session to start from (loaded inside
 #'   the new sandbox; never read in this R process).
 #' @return An R6 object: \code{$execute(code, timeout = 30, output_handler = NULL,
-#'   max_tool_calls = 100)}, \code{$interrupt()}, \code{$put_file(path, from)},
+#'   max_tool_calls = 100, echo = TRUE)} (\code{echo = FALSE}: visible values are not
+#'   printed, and the last value comes back visible or not, as \code{eval()}), \code{$interrupt()}, \code{$put_file(path, from)},
 #'   \code{$get_file(path, to)}, \code{$list_files()}, \code{$snapshot()},
 #'   \code{$restart()}, \code{$is_alive()}, \code{$close()}.
 #' @export
@@ -39,9 +40,10 @@ Session <- R6::R6Class("rsandbox_session",
       private$open(restore)
     },
 
-    execute = function(code, timeout = 30, output_handler = NULL, max_tool_calls = 100) {
+    execute = function(code, timeout = 30, output_handler = NULL, max_tool_calls = 100, echo = TRUE) {
       request <- list(op = "session.execute", session = self$id, code = code_text(code),
                       timeout = timeout, max_tool_calls = max_tool_calls)
+      if (!isTRUE(echo)) request$echo <- FALSE
       if (!is.null(output_handler)) request$stream <- TRUE
       response <- private$server$request(request, timeout + 30, on_output = output_handler)
       value_or_condition(response)

@@ -94,6 +94,9 @@ pub struct ExecuteBody {
     /// Seconds (default 30; at most the server's cap).
     #[schema(exclusive_minimum = 0.0, maximum = 86400.0)]
     pub timeout: Option<f64>,
+    /// `false`: no auto-printing of visible values, and the last value is returned
+    /// whether visible or not (as `eval()`); default `true`, as a console.
+    pub echo: Option<bool>,
 }
 
 /// The answer to an interrupt.
@@ -370,7 +373,7 @@ async fn execute(
     let entry = state.session(&caller, &id)?;
     let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;
-    let options = ExecuteOptions { timeout, ..ExecuteOptions::default() };
+    let options = ExecuteOptions { timeout, echo: body.echo.unwrap_or(true), ..ExecuteOptions::default() };
     if stream::wants_stream(&headers) {
         let deadline = Instant::now() + timeout;
         let gone = entry.clone();

@@ -82,6 +82,9 @@ pub struct Request<'a> {
     pub interrupt_on_timeout: bool,
     /// `commandArgs(trailingOnly = TRUE)` for this evaluation (empty: unchanged).
     pub args: &'a [String],
+    /// Print visible values as a console does; `false`: silently, the last value
+    /// returned visible or not.
+    pub echo: bool,
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -317,7 +320,12 @@ impl SandboxChild {
         let mut run = Execution {
             deadline: start + request.timeout,
             max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
-            outgoing: encode_request(&ChildRequest::Eval { code: request.code.to_string(), stream, args: request.args.to_vec() }),
+            outgoing: encode_request(&ChildRequest::Eval {
+                code: request.code.to_string(),
+                stream,
+                args: request.args.to_vec(),
+                echo: request.echo,
+            }),
             killed: None,
             evaluated: None,
             exited_at: None,
