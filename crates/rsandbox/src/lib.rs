@@ -258,7 +258,12 @@ impl Engine {
                 Outcome::Timeout => "execute_timeout",
                 _ => "execute_complete",
             };
-            log.record(event, id, json!({"outcome": result.outcome, "usage": result.usage}));
+            let mut fields = json!({"outcome": result.outcome, "usage": result.usage});
+            if let Some(error) = &result.error {
+                // Text the sandbox chose: an excerpt, as for tool calls.
+                fields["error"] = json!(error.message.chars().take(500).collect::<String>());
+            }
+            log.record(event, id, fields);
         }
         Ok(result)
     }
