@@ -24,9 +24,8 @@
 #' @export
 use_securer_api <- function(pos = 2L) {
   if ("rsandbox:securer" %in% search()) detach("rsandbox:securer", character.only = TRUE)
-  api <- securer_api()
-  attach_fn <- get("attach", envir = baseenv())
-  attach_fn(api, pos = pos, name = "rsandbox:securer", warn.conflicts = FALSE)
+  # Attaching is the point: securer's users call SecureSession$new() unqualified.
+  attach(securer_api(), pos = pos, name = "rsandbox:securer", warn.conflicts = FALSE)
   invisible(as.environment("rsandbox:securer"))
 }
 
