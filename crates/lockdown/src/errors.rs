@@ -12,6 +12,12 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PolicyError {
+    /// A nice value outside the kernel's range.
+    #[error("nice {nice} is outside -20..19")]
+    BadNice {
+        /// The value asked for.
+        nice: i32,
+    },
     /// Only some entries of a directory can be shown in a private root of the sandbox's
     /// own; without one the whole tree would be readable.
     #[error("showing only some packages (visible_only) needs the private root (namespaces and a disk quota)")]
@@ -142,6 +148,15 @@ pub enum PrivilegeError {
     /// `prctl(PR_SET_NO_NEW_PRIVS)` failed.
     #[error("failed to set no_new_privs (prctl PR_SET_NO_NEW_PRIVS)")]
     NoNewPrivs(#[source] io::Error),
+    /// `setpriority` failed (a negative nice needs root).
+    #[error("failed to set the scheduling priority to nice {nice} (setpriority; a negative value needs root)")]
+    Priority {
+        /// The value asked for.
+        nice: i32,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Step 4: resource limits.

@@ -91,6 +91,9 @@ pub struct Applied {
     pub landlock: LandlockEnforcement,
     /// seccomp filters installed.
     pub seccomp: bool,
+    /// The nice value set (`None`: inherited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
 }
 
 impl Policy {
@@ -144,6 +147,10 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         }
         None => None,
     };
+    if let Some(nice) = policy.nice {
+        // Before the drop: only root's capabilities allow a negative value.
+        sys::set_nice(nice).map_err(|source| errors::PrivilegeError::Priority { nice, source })?;
+    }
     privileges::drop_privileges(identity)?;
     process::make_non_dumpable()?;
     let landlock = ruleset::restrict_filesystem_and_network(policy)?;
@@ -162,5 +169,6 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         identity,
         landlock,
         seccomp,
+        nice: policy.nice,
     })
 }

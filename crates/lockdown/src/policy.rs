@@ -86,6 +86,10 @@ pub struct Policy {
     /// nor native code can reach it. Needs the private root.
     #[serde(default)]
     pub visible_only: Vec<VisibleOnly>,
+    /// Scheduling priority (nice, -20..=19) set before privileges are dropped, so root
+    /// may also raise it; the sandbox may lower its priority further, never raise it.
+    #[serde(default)]
+    pub nice: Option<i32>,
 }
 
 /// A directory of which only `entries` exist inside the sandbox.
@@ -113,6 +117,7 @@ impl Default for Policy {
             keep_fds_below: 3,
             violation_fd: None,
             visible_only: Vec::new(),
+            nice: None,
         }
     }
 }
@@ -146,6 +151,9 @@ impl Policy {
             if value == Some(0) {
                 return Err(PolicyError::ZeroLimit { name });
             }
+        }
+        if let Some(nice) = self.nice.filter(|n| !(-20..=19).contains(n)) {
+            return Err(PolicyError::BadNice { nice });
         }
         if !self.visible_only.is_empty() && !self.private_root {
             return Err(PolicyError::VisibleOnlyWithoutPrivateRoot);

@@ -141,6 +141,12 @@ pub fn ids() -> io::Result<([u32; 3], [u32; 3])> {
     Ok((u, g))
 }
 
+/// `setpriority(PRIO_PROCESS, 0, nice)`: the calling thread's nice value.
+pub fn set_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: integer-only call on the calling thread.
+    check_int(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) })
+}
+
 /// `geteuid()`.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid cannot fail and takes no arguments.

@@ -53,9 +53,15 @@ impl DaemonKey {
     /// The key for an engine configuration; `None` when the daemon cannot serve it
     /// (an audit log belongs to the invocation that names it).
     pub fn for_config(config: &EngineConfig) -> Option<DaemonKey> {
-        // A profile other than the default is the invocation's own too (the daemon is
-        // started by name with the engine flags only).
-        if config.audit_log.is_some() || config.zygote_path.is_some() || config.workspace_root.is_some() || config.profile.name != "strict" {
+        // A profile other than the default, a fixed identity or a priority are the
+        // invocation's own too (the daemon is started by name with the engine flags only).
+        if config.audit_log.is_some()
+            || config.zygote_path.is_some()
+            || config.workspace_root.is_some()
+            || config.profile.name != "strict"
+            || config.run_as.is_some()
+            || config.nice.is_some()
+        {
             return None;
         }
         Some(DaemonKey { preload: config.preload.clone(), best_effort: config.best_effort, namespaces: config.namespaces })

@@ -283,6 +283,21 @@ pub(crate) struct EngineArgs {
     /// read paths, a package allowlist, limits, preload; see the README).
     #[arg(long, value_name = "NAME|FILE", value_parser = load_profile)]
     profile: Option<Profile>,
+    /// As root: run every sandbox as this uid (default: a fresh uid per sandbox, which
+    /// keeps process limits per sandbox). Refused: 0, and a login account's uid unless
+    /// --allow-login-uid.
+    #[arg(long)]
+    uid: Option<u32>,
+    /// With --uid: the gid (default: the uid).
+    #[arg(long, requires = "uid")]
+    gid: Option<u32>,
+    /// With --uid: accept the uid of a login account (the sandbox then shares its
+    /// processes, files it may reach and limits).
+    #[arg(long, requires = "uid")]
+    allow_login_uid: bool,
+    /// Scheduling priority of the sandboxes (nice, -20..19; below 0 needs root).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: Option<i32>,
 }
 
 fn load_profile(text: &str) -> Result<Profile, String> {
@@ -337,6 +352,12 @@ impl EngineArgs {
             best_effort: self.best_effort,
             namespaces: !self.no_namespaces,
             audit_log: self.audit_log.clone(),
+            run_as: self.uid.map(|uid| rsandbox::identity::RunAs {
+                uid,
+                gid: self.gid.unwrap_or(uid),
+                allow_login_account: self.allow_login_uid,
+            }),
+            nice: self.nice,
             ..EngineConfig::default()
         }
     }
@@ -597,7 +618,9 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             println!("  namespaces       {namespaces}");
             println!("  private root     {}", if l.private_root { "yes: host paths do not exist inside" } else { "no: host paths are visible to stat, Landlock keeps them unreadable" });
             println!("  disk quota       {}", l.workspace_quota.map_or("NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(), |b| format!("{} MiB tmpfs", b >> 20)));
-            println!("  identity         {}", l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid)));
+            let shared = if engine.uid.is_some() { " for every sandbox (--uid: process limits are shared)" } else { "" };
+            println!("  identity         {}{shared}", l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid)));
+            println!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
             println!("  landlock         {:?}", l.landlock);
             println!("  seccomp          {}", yes(l.seccomp));
             println!("  no_new_privs, rlimits, clean environment: yes");

@@ -706,3 +706,40 @@ fn profiles_set_limits_and_bad_ones_are_refused_by_line_and_key() {
     out.assert_code(0);
     assert!(out.stdout.contains("every installed package"), "{out}");
 }
+
+/// RAppArmor's per-call identity and priority: as root, `--uid`/`--gid` name the
+/// identity of every sandbox and `--nice` its priority (negative too); `layers` and
+/// `check` say so. Refused: uid or gid 0, a login account's uid (unless
+/// --allow-login-uid), --uid from an ordinary user, a nice value out of range.
+#[test]
+fn uid_gid_and_nice_apply_and_bad_ones_are_refused() {
+    let _g = shared();
+    let (out, j) = eval_json(Who::Root, &["--uid", "2100000123", "--gid", "2100000124", "--nice", "7"],
+        "c(tools::psnice(Sys.getpid()), 1L)");
+    assert_outcome(&out, &j, "ok", 0);
+    assert_eq!(j["value"], json!([7, 1]), "{out}");
+    assert_eq!(j["layers"]["identity"], json!({"uid": 2100000123u32, "gid": 2100000124u32}), "{out}");
+    assert_eq!(j["layers"]["nice"], json!(7), "{out}");
+    // Root may also raise the priority (before the privilege drop); the sandbox may not.
+    let (out, j) = eval_json(Who::Root, &["--nice", "-5"], "tools::psnice(Sys.getpid())");
+    assert_eq!(j["value"], json!(-5), "{out}");
+    let (out, j) = eval_json(Who::Root, &["--nice", "5"], "c(tools::psnice(Sys.getpid(), value = 0), tools::psnice(Sys.getpid()))");
+    assert_eq!(j["value"], json!([5, 5]), "asking for nice 0 from inside changes nothing:{out}");
+    let out = rsandbox(Who::Root, &["check", "--uid", "2100000200", "--nice", "5"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("uid 2100000200 gid 2100000200 for every sandbox") && out.stdout.contains("nice 5"), "{out}");
+
+    assert_rejected(Who::Root, &["eval", "--uid", "0", "1"], "0 is root");
+    assert_rejected(Who::Root, &["eval", "--uid", "2100000123", "--gid", "0", "1"], "0 is root");
+    assert_rejected(Who::Root, &["eval", "--nice", "20", "1"], "20 is not in -20..=19");
+    assert_rejected(Who::Root, &["eval", "--gid", "5", "1"], "--uid");
+    let test_user_uid = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{}:x:", common::TEST_USER)).and_then(|r| r.split(':').next().map(str::to_string)))
+        .expect("the test user exists");
+    assert_rejected(Who::Root, &["eval", "--uid", &test_user_uid, "1"], "is the login account rsandbox-test");
+    let (out, j) = eval_json(Who::Root, &["--uid", &test_user_uid, "--allow-login-uid"], "1");
+    assert_outcome(&out, &j, "ok", 0);
+    assert_rejected(Who::User, &["eval", "--uid", "2100000123", "1"], "needs a supervisor running as root");
+}

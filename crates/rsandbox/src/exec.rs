@@ -98,7 +98,8 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
         }
         executable.push(interp);
     }
-    let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, u64::MAX)?;
+    let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, u64::MAX)?
+        .with_fixed_identity(config.checked_identity()?);
     let workspace = root.workspace(0)?;
     let mut policy = base_policy(&workspace, options, config);
     policy.executable = executable;

@@ -19,6 +19,7 @@ pub mod errors;
 pub mod events;
 pub mod exec;
 mod files;
+pub mod identity;
 pub mod meter;
 pub mod options;
 pub mod pool;
@@ -83,10 +84,12 @@ impl Engine {
         if let Some(bad) = config.preload.iter().find(|p| !is_package_name(p)) {
             return Err(InputError::BadPackage(bad.clone()).into());
         }
+        let fixed_identity = config.checked_identity()?;
         let audit = config.audit_log.as_deref().map(AuditLog::open).transpose()?;
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
-        let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?;
+        let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
+            .with_fixed_identity(fixed_identity);
         let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
         let allowed_packages = config.profile.allowed_packages(&r_policy::libraries(zygote.info()))?;
         if allowed_packages.is_some() && !(config.namespaces && EvalOptions::default().disk.is_some()) {

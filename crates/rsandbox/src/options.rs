@@ -1,6 +1,6 @@
 //! What a caller can ask for: engine-wide configuration and per-evaluation limits.
 
-use crate::errors::InputError;
+use crate::errors::{EngineError, InputError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,9 +36,25 @@ pub struct EngineConfig {
     /// memory once filled); a sandbox that would exceed it is refused. Default: half
     /// the machine's memory.
     pub max_total_disk: Option<u64>,
+    /// Run every sandbox as this uid/gid (root only) instead of a fresh uid per
+    /// sandbox ([`crate::identity`]).
+    pub run_as: Option<crate::identity::RunAs>,
+    /// Scheduling priority of every sandbox (nice, -20..=19; negative needs root).
+    pub nice: Option<i32>,
     /// The policy profile (`strict` by default): extra read paths and the package
     /// allowlist for every sandbox (its limits and preload are applied by the caller).
     pub profile: crate::profile::Profile,
+}
+
+impl EngineConfig {
+    /// The fixed identity asked for, checked ([`crate::identity::RunAs::checked`]), and
+    /// the nice value's range; `None` when each sandbox gets a fresh uid.
+    pub fn checked_identity(&self) -> Result<Option<lockdown::Identity>, EngineError> {
+        if let Some(nice) = self.nice.filter(|n| !(-20..=19).contains(n)) {
+            return Err(InputError::BadLimit { what: "--nice".into(), value: format!("{nice} (the range is -20..19)") }.into());
+        }
+        self.run_as.map(|r| r.checked()).transpose()
+    }
 }
 
 impl Default for EngineConfig {
@@ -50,6 +66,8 @@ impl Default for EngineConfig {
             namespaces: true,
             workspace_root: None,
             uid_base: 2_000_000_000,
+            run_as: None,
+            nice: None,
             audit_log: None,
             warm: true,
             prefork: 0,

@@ -59,6 +59,7 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
         keep_fds_below: 3,
         violation_fd: None,
         visible_only: Vec::new(),
+        nice: config.nice,
     }
 }
 

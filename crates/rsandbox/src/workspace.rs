@@ -25,6 +25,8 @@ pub struct WorkspaceRoot {
     dir: PathBuf,
     as_root: bool,
     uid_base: u32,
+    /// Every sandbox's identity, when the administrator named one.
+    fixed_identity: Option<Identity>,
     next: Mutex<u64>,
     budget: Arc<DiskBudget>,
 }
@@ -66,9 +68,16 @@ impl WorkspaceRoot {
             // SAFETY: geteuid cannot fail.
             as_root: unsafe { libc::geteuid() } == 0,
             uid_base,
+            fixed_identity: None,
             next: Mutex::new(0),
             budget: Arc::new(DiskBudget { cap: disk_cap, reserved: Mutex::new(0) }),
         })
+    }
+
+    /// Run every sandbox as `identity` (when root) instead of a fresh uid each.
+    pub fn with_fixed_identity(mut self, identity: Option<Identity>) -> WorkspaceRoot {
+        self.fixed_identity = identity;
+        self
     }
 
     /// The root directory.
@@ -101,12 +110,13 @@ impl WorkspaceRoot {
         };
         let path = self.dir.join(format!("ws-{n}"));
         fs::DirBuilder::new().mode(0o700).create(&path).map_err(EngineError::io(format!("create {}", path.display())))?;
-        let (identity, uid_lock) = match self.as_root {
-            true => {
+        let (identity, uid_lock) = match (self.as_root, self.fixed_identity) {
+            (true, Some(id)) => (Some(id), None),
+            (true, None) => {
                 let (id, lock) = self.allocate_identity()?;
                 (Some(id), Some(lock))
             }
-            false => (None, None),
+            (false, _) => (None, None),
         };
         let workspace = Workspace { path, identity, _reservation: reservation, _uid_lock: uid_lock };
         if let Some(id) = identity {

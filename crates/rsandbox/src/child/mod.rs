@@ -196,6 +196,7 @@ impl SandboxChild {
                 identity: None,
                 landlock: lockdown::LandlockEnforcement::None,
                 seccomp: false,
+                nice: None,
             },
             lockdown_us: 0,
             meter: None,
