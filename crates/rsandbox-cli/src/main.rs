@@ -634,6 +634,14 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                 Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
             };
             println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
+            if let Some(functions) = &profile.functions {
+                println!(
+                    "  functions        only these {} (code calling anything else is refused before it runs; a convenience \
+                     over the kernel's walls, not one of them): {}",
+                    functions.len(),
+                    functions.join(" ")
+                );
+            }
             println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
             Ok(0)
         }

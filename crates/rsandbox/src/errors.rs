@@ -40,6 +40,9 @@ pub enum InputError {
         /// What is wrong.
         message: String,
     },
+    /// The profile's function allowlist refused the code before it ran.
+    #[error("{0}")]
+    NotAllowed(String),
     /// A limit that makes no sense.
     #[error("invalid {what}: {value}")]
     BadLimit {

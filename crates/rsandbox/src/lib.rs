@@ -207,6 +207,7 @@ impl Engine {
             interrupt_on_timeout: false,
             args: &[],
             echo: true,
+            functions: None,
         })?;
         if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
             return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
@@ -247,7 +248,15 @@ impl Engine {
             interrupt_on_timeout,
             args,
             echo,
+            functions: self.inner.config.profile.functions.as_deref(),
         })?;
+        if result.refused {
+            let message = result.error.map_or_else(|| "refused by the function allowlist".to_string(), |e| e.message);
+            if let Some(log) = audit {
+                log.record("refused", id, json!({"error": message}));
+            }
+            return Err(InputError::NotAllowed(message).into());
+        }
         if let Some(log) = audit {
             if let Some(v) = &result.violation {
                 log.record("violation", id, json!({"syscall": v.syscall, "number": v.number}));

@@ -5,6 +5,8 @@
 //! read = ["/srv/data"]            # extra read-only trees
 //! packages = ["stats", "Matrix"]  # the packages that exist in the sandbox (with their
 //!                                 # dependencies); absent: every installed package
+//! functions = ["arithmetic", "paste"]  # the function allowlist: names and named sets
+//!                                 # (arithmetic, data-frames, plotting); absent: off
 //! preload = ["Matrix"]            # loaded once in the zygote
 //! [limits]
 //! timeout = 10                    # seconds
@@ -18,8 +20,13 @@
 //! enforced by the kernel: the private root shows only the allowed packages' directories
 //! in each R library, so `library(other)` finds no package and native code finds no file.
 //! It needs the private root (namespaces and a disk quota); without it the profile is
-//! refused. Not built yet (refused with a message, never accepted and ignored): `write`,
-//! `exec` (the `compile` profile), `functions` (the function allowlist).
+//! refused.
+//!
+//! The function allowlist is not a kernel wall but a convenience on top of them: the
+//! code runs in an environment where only the listed functions (and R's syntax, see
+//! [`SYNTAX`]) exist, after a pass over the parsed code refuses the first call of
+//! anything else (bad input: nothing runs). Not built yet (refused with a message, never
+//! accepted and ignored): `write`, `exec` (the `compile` profile).
 
 use crate::errors::InputError;
 use crate::options::{parse_size, EvalOptions};
@@ -32,6 +39,35 @@ use std::time::Duration;
 const BASE_PACKAGES: [&str; 14] = [
     "base", "compiler", "datasets", "graphics", "grDevices", "grid", "methods", "parallel", "splines", "stats", "stats4",
     "tcltk", "tools", "utils",
+];
+
+/// What every function allowlist has: R's syntax (assignment, blocks, control flow,
+/// indexing, function definition) and the few calls no program does without.
+pub const SYNTAX: &[&str] = &[
+    "{", "(", "<-", "=", "if", "for", "while", "repeat", "break", "next", "function", "return", "[", "[[", "$", "[<-",
+    "[[<-", "$<-", "c", "list", ":", "invisible", "print", "cat", "length", "stop", "warning", "message", "is.null",
+    "seq_along", "identical",
+];
+
+/// The named sets a profile's `functions` may use.
+pub const FUNCTION_SETS: &[(&str, &[&str])] = &[
+    ("arithmetic", &[
+        "+", "-", "*", "/", "^", "%%", "%/%", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "abs", "sqrt",
+        "exp", "log", "log10", "log2", "round", "signif", "floor", "ceiling", "trunc", "sum", "prod", "min", "max", "mean",
+        "median", "var", "sd", "range", "cumsum", "cumprod", "seq", "seq_len", "rep", "rev", "is.na", "ifelse", "numeric",
+        "integer", "as.numeric", "as.integer", "pi",
+    ]),
+    ("data-frames", &[
+        "data.frame", "nrow", "ncol", "dim", "names", "names<-", "colnames", "colnames<-", "rownames", "head", "tail",
+        "subset", "merge", "aggregate", "order", "sort", "unique", "table", "summary", "with", "transform", "rbind", "cbind",
+        "lapply", "sapply", "vapply", "apply", "tapply", "split", "paste", "paste0", "sprintf", "format", "nchar", "substr",
+        "toupper", "tolower", "as.character", "factor", "levels", "character", "logical", "is.numeric", "is.character",
+        "which", "any", "all", "%in%", "match", "Reduce", "Filter", "Map", "setdiff", "union", "intersect", "read.csv",
+        "write.csv", "~",
+    ]),
+    ("plotting", &[
+        "plot", "hist", "barplot", "boxplot", "lines", "points", "abline", "legend", "title", "par", "text", "axis",
+    ]),
 ];
 
 /// A profile, resolved (its `extends` applied).
@@ -48,6 +84,8 @@ pub struct Profile {
     pub preload: Vec<String>,
     /// Limits the profile sets (others keep their defaults).
     pub limits: ProfileLimits,
+    /// The function allowlist, sets expanded and [`SYNTAX`] added (`None`: off).
+    pub functions: Option<Vec<String>>,
 }
 
 /// The `[limits]` table.
@@ -117,7 +155,7 @@ impl Profile {
             None | Some("strict") => Profile::strict(),
             Some(other) => return Err(bad(origin, format!("extends = {other:?}: only \"strict\" can be extended so far"))),
         };
-        for (key, present) in [("write", !file.write.is_empty()), ("exec", !file.exec.is_empty()), ("functions", file.functions.is_some())] {
+        for (key, present) in [("write", !file.write.is_empty()), ("exec", !file.exec.is_empty())] {
             if present {
                 return Err(bad(origin, format!("the key {key:?} is not supported yet (refused rather than ignored)")));
             }
@@ -139,6 +177,7 @@ impl Profile {
         if [l.timeout, l.cpu, l.nproc, l.nofile].contains(&Some(0)) {
             return Err(bad(origin, "limits must be greater than zero".into()));
         }
+        profile.functions = file.functions.map(|names| expand_functions(origin, &names)).transpose()?;
         profile.name = origin.to_string();
         profile.read.extend(file.read);
         profile.packages = file.packages;
@@ -190,6 +229,36 @@ impl Profile {
         }
         Ok(Some(allowed))
     }
+}
+
+/// A `functions` list with its sets expanded and R's syntax added, sorted and unique.
+/// A name is a set's, an R name (`mean`, `names<-`, `.Machine`) or an operator (`+`,
+/// `%in%`); anything else is refused, naming it.
+fn expand_functions(origin: &str, names: &[String]) -> Result<Vec<String>, InputError> {
+    let mut all: BTreeSet<String> = SYNTAX.iter().map(|s| s.to_string()).collect();
+    for name in names {
+        if let Some((_, members)) = FUNCTION_SETS.iter().find(|(set, _)| set == name) {
+            all.extend(members.iter().map(|s| s.to_string()));
+        } else if is_function_name(name) {
+            all.insert(name.clone());
+        } else {
+            let sets: Vec<&str> = FUNCTION_SETS.iter().map(|(s, _)| *s).collect();
+            return Err(bad(origin, format!("functions: {name:?} is neither a function name nor a set ({})", sets.join(", "))));
+        }
+    }
+    Ok(all.into_iter().collect())
+}
+
+/// An R function name as the allowlist takes it: a syntactic name (optionally a
+/// replacement function, `names<-`), or an operator.
+fn is_function_name(name: &str) -> bool {
+    let base = name.strip_suffix("<-").filter(|b| !b.is_empty()).unwrap_or(name);
+    let syntactic = base.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '.')
+        && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+    let special = base.len() > 2 && base.starts_with('%') && base.ends_with('%') && !base[1..base.len() - 1].contains(['%', '\n']);
+    let operator = ["+", "-", "*", "/", "^", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "~", "::", ":::", "@", "?"]
+        .contains(&base);
+    syntactic || special || operator
 }
 
 fn bad(origin: &str, message: String) -> InputError {
@@ -255,10 +324,23 @@ mod tests {
         assert!(error.contains("limits.memory"), "{error}");
         let error = Profile::parse("p.toml", "read = [\"../etc\"]\n").unwrap_err().to_string();
         assert!(error.contains("absolute"), "{error}");
-        let error = Profile::parse("p.toml", "functions = [\"sum\"]\n").unwrap_err().to_string();
+        let error = Profile::parse("p.toml", "exec = [\"/usr/bin/gcc\"]\n").unwrap_err().to_string();
         assert!(error.contains("not supported yet"), "{error}");
+        let error = Profile::parse("p.toml", "functions = [\"sum\", \"x y\"]\n").unwrap_err().to_string();
+        assert!(error.contains("\"x y\" is neither a function name nor a set"), "{error}");
         let error = Profile::parse("p.toml", "packages = [\"../x\"]\n").unwrap_err().to_string();
         assert!(error.contains("not a package name"), "{error}");
+    }
+
+    #[test]
+    fn function_sets_expand_and_syntax_is_always_there() {
+        let p = Profile::parse("p.toml", "functions = [\"arithmetic\", \"paste\", \"names<-\", \"%in%\"]\n").unwrap();
+        let f = p.functions.unwrap();
+        for name in ["mean", "+", "paste", "names<-", "%in%", "<-", "function", "["] {
+            assert!(f.contains(&name.to_string()), "{name} missing from {f:?}");
+        }
+        assert!(!f.contains(&"system".to_string()) && !f.contains(&"::".to_string()));
+        assert_eq!(Profile::parse("p.toml", "read = []\n").unwrap().functions, None);
     }
 
     #[test]

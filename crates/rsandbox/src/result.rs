@@ -192,6 +192,10 @@ pub struct EvalResult {
     /// The per-execute tool-call cap was hit (calls beyond it got an R error).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_call_limit_exceeded: bool,
+    /// The function allowlist refused the code before it ran (the engine turns this
+    /// into [`crate::InputError::NotAllowed`]; never part of a result a client sees).
+    #[serde(skip)]
+    pub refused: bool,
     /// Files of the workspace collected after the run (`EvalRequest::collect`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<WorkspaceFile>,

@@ -114,6 +114,10 @@ pub enum ChildRequest {
         /// the last value returned whether visible or not (`false`, as `eval()` would).
         #[serde(default = "echo_default", skip_serializing_if = "is_echo_default")]
         echo: bool,
+        /// The profile's function allowlist (names; sets already expanded): code runs
+        /// where only these exist, after a static pass refuses calls of anything else.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        functions: Option<Vec<String>>,
     },
     /// Write a file into the workspace (parents created); answered with `FileWritten`.
     PutFile {

@@ -7,6 +7,7 @@
 #
 #   rsandbox_prepare_zygote(preload)  once, in the zygote, before forking
 #   rsandbox_eval(code, plot_dir, stream, echo)  per request in a forked child; returns JSON
+#   rsandbox_allow(names)             the profile's function allowlist (once per child)
 #   rsandbox_snapshot(file) / rsandbox_restore(file)  a session's global
 #                                     environment to and from a file in the workspace
 #   rsandbox_to_json(x)               encoder used for the returned value
@@ -250,6 +251,12 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     return(.rsb_result(status = "syntax_error",
                        syntax_error = .rsb_syntax_error(exprs)))
   }
+  if (!is.null(.rsb_state$allowed)) {
+    offence <- .rsb_first_offence(exprs, code)
+    if (!is.null(offence)) {
+      return(.rsb_result(status = "refused", error = list(message = offence, call = NA_character_)))
+    }
+  }
 
   messages <- .rsb_collector()
   warning_messages <- .rsb_collector()
@@ -316,7 +323,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 .rsb_eval_toplevel <- function(toplevel_expr, log) {
   tryCatch(
     withCallingHandlers({
-      res <- withVisible(eval(toplevel_expr, globalenv()))
+      res <- withVisible(eval(toplevel_expr, .rsb_env()))
       if (res$visible && .rsb_state$echo) .rsb_autoprint(res$value)
       list(value = res$value, visible = res$visible, error = NULL)
     },
@@ -335,7 +342,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 
 # Conditions raised directly in top-level code report the eval() call above
 # as their call; Rscript reports no call for them.
-.rsb_toplevel_call <- quote(eval(toplevel_expr, globalenv()))
+.rsb_toplevel_call <- quote(eval(toplevel_expr, .rsb_env()))
 
 .rsb_on_warning <- function(w, log) {
   # A warning condition raised with signalCondition() has no muffle restart
@@ -738,7 +745,7 @@ rsandbox_to_json <- function(x) {
 
 # Returns the names left out, one per line (character(0) when none).
 rsandbox_snapshot <- function(file) {
-  env <- globalenv()
+  env <- .rsb_env()
   names <- sort(ls(env, all.names = TRUE))
   objects <- mget(names, envir = env)
   bad <- vapply(objects, .rsb_cannot_travel, logical(1))
@@ -767,6 +774,91 @@ rsandbox_restore <- function(file) {
     if (is.null(ok)) warnings <- c(warnings, paste0("package ", pkg, " could not be attached"))
   }
   objects <- snapshot$objects
-  for (name in names(objects)) assign(name, objects[[name]], envir = globalenv())
+  for (name in names(objects)) assign(name, objects[[name]], envir = .rsb_env())
   warnings
+}
+
+# ---------------------------------------------------------------------------
+# The function allowlist (a profile's `functions`): a convenience over the
+# kernel's walls, not one of them. Code runs in an environment whose parents
+# hold only the allowed bindings and then nothing (emptyenv()), so names,
+# strings (get, match.fun, do.call) and environment walking find nothing else;
+# before it runs, a pass over the parsed code refuses the first call of a
+# function that is neither allowed nor defined by the code itself.
+
+# Where user code runs: globalenv(), or the allowlist's environment.
+.rsb_env <- function() {
+  if (is.null(.rsb_state$user_env)) globalenv() else .rsb_state$user_env
+}
+
+# `names`: one per line. Set once per child; the profile does not change.
+rsandbox_allow <- function(names) {
+  if (!is.null(.rsb_state$allowed)) return(invisible(character()))
+  names <- strsplit(names, "\n", fixed = TRUE)[[1]]
+  allowed <- new.env(parent = emptyenv())
+  missing <- character()
+  for (name in names) {
+    if (exists(name, envir = globalenv())) assign(name, get(name, envir = globalenv()), envir = allowed)
+    else missing <- c(missing, name)
+  }
+  # Host tools are the operator's: always callable.
+  if ("rsandbox:tools" %in% search()) {
+    tools <- as.environment("rsandbox:tools")
+    for (name in ls(tools, all.names = TRUE)) assign(name, get(name, envir = tools), envir = allowed)
+  }
+  lockEnvironment(allowed, bindings = TRUE)
+  .rsb_state$allowed <- c(ls(allowed, all.names = TRUE))
+  .rsb_state$user_env <- new.env(parent = allowed)
+  invisible(missing)
+}
+
+# The first call (or reference) of a function the allowlist does not have, as a
+# message with its line and column; NULL when there is none.
+.rsb_first_offence <- function(exprs, code) {
+  allowed <- .rsb_state$allowed
+  defined <- character()
+  is_gap <- function(x) identical(x, quote(expr = ))
+  # The names the code itself binds (assignments, loop variables, formals).
+  walk_defs <- function(e) {
+    if (!is.call(e)) return(invisible())
+    head <- e[[1]]
+    if (is.symbol(head)) {
+      h <- as.character(head)
+      if (h %in% c("<-", "=", "<<-") && length(e) >= 2 && is.symbol(e[[2]])) defined <<- c(defined, as.character(e[[2]]))
+      if (h == "for" && is.symbol(e[[2]])) defined <<- c(defined, as.character(e[[2]]))
+      if (h == "function") defined <<- c(defined, names(e[[2]]))
+    }
+    for (i in seq_along(e)) if (!is_gap(e[[i]])) walk_defs(e[[i]])
+  }
+  for (e in exprs) walk_defs(e)
+  ok <- c(allowed, defined)
+  offending <- character()
+  walk_uses <- function(e) {
+    if (is.symbol(e)) {
+      name <- as.character(e)
+      if (nzchar(name) && !(name %in% ok) && exists(name, envir = globalenv(), mode = "function")) offending <<- c(offending, name)
+      return(invisible())
+    }
+    if (!is.call(e)) return(invisible())
+    head <- e[[1]]
+    if (is.symbol(head)) {
+      h <- as.character(head)
+      if (!(h %in% ok)) offending <<- c(offending, h)
+    } else if (!is_gap(head)) {
+      walk_uses(head)
+    }
+    args <- as.list(e)[-1]
+    # `x$name` and `x@name`: the name is a field, not a function.
+    if (is.symbol(head) && as.character(head) %in% c("$", "@") && length(args) == 2) args <- args[1]
+    for (i in seq_along(args)) if (!is_gap(args[[i]])) walk_uses(args[[i]])
+  }
+  for (e in exprs) walk_uses(e)
+  if (!length(offending)) return(NULL)
+  # Where: the first token spelling an offending name.
+  data <- utils::getParseData(parse(text = code, keep.source = TRUE), includeText = TRUE)
+  tokens <- data[data$terminal & data$text %in% offending, , drop = FALSE]
+  tokens <- tokens[order(tokens$line1, tokens$col1), , drop = FALSE]
+  name <- if (nrow(tokens)) tokens$text[1] else offending[1]
+  where <- if (nrow(tokens)) sprintf("line %d, column %d", tokens$line1[1], tokens$col1[1]) else "somewhere"
+  sprintf("`%s` (%s) is not in the profile's function allowlist", name, where)
 }

@@ -81,11 +81,15 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     // a one-shot evaluation is a session of one request.
     loop {
         match host().next_request() {
-            Ok(Some(ChildRequest::Eval { code, stream, args, echo })) => {
+            Ok(Some(ChildRequest::Eval { code, stream, args, echo, functions })) => {
                 if !args.is_empty() {
                     set_command_args(&args);
                 }
-                write_report(&evaluate(r, &code, &plot_dir, stream, echo))
+                let report = match functions.map(|names| allow_functions(r, &names)) {
+                    Some(Err(refusal)) => refused(refusal),
+                    _ => evaluate(r, &code, &plot_dir, stream, echo),
+                };
+                write_report(&report)
             }
             Ok(Some(ChildRequest::PutFile { path, data_base64 })) => {
                 let written = base64::engine::general_purpose::STANDARD
@@ -131,6 +135,25 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
             }
         }
     }
+}
+
+/// Set the function allowlist (once per child; later calls change nothing). Names that
+/// exist nowhere in this R are an error: a typo would otherwise shrink the list silently.
+fn allow_functions(r: &EmbeddedR, names: &[String]) -> Result<(), String> {
+    let missing = r.call("rsandbox_allow", &[&names.join("\n")]).map_err(|e| format!("the function allowlist could not be set: {e}"))?;
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the function allowlist names what does not exist in this R: {}", missing.join(", ")))
+    }
+}
+
+/// An evaluation refused before it ran (as the R side reports its own refusals).
+fn refused(message: String) -> ChildReport {
+    let (cpu_ms, max_rss_kb) = own_usage();
+    let r = serde_json::json!({"status": "refused", "value": null, "visible": false, "messages": [], "warnings": [],
+        "error": {"message": message, "call": null}, "syntax_error": null});
+    ChildReport::Evaluated { r, plots: Vec::new(), cpu_ms, max_rss_kb }
 }
 
 fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool, echo: bool) -> ChildReport {

@@ -85,6 +85,8 @@ pub struct Request<'a> {
     /// Print visible values as a console does; `false`: silently, the last value
     /// returned visible or not.
     pub echo: bool,
+    /// The profile's function allowlist (`None`: off).
+    pub functions: Option<&'a [String]>,
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -326,6 +328,7 @@ impl SandboxChild {
                 stream,
                 args: request.args.to_vec(),
                 echo: request.echo,
+                functions: request.functions.map(<[String]>::to_vec),
             }),
             killed: None,
             evaluated: None,

@@ -65,6 +65,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         reset: false,
         reset_reason: None,
         tool_call_limit_exceeded: false,
+        refused: false,
         files: Vec::new(),
         files_truncated: false,
     };
@@ -164,6 +165,7 @@ fn apply_r_result(result: &mut EvalResult, r: &serde_json::Value) {
         Some("interrupted") => Outcome::Interrupted,
         _ => Outcome::Error,
     };
+    result.refused = r["status"].as_str() == Some("refused");
     result.value = r["value"].clone();
     result.visible = r["visible"].as_bool().unwrap_or(false);
     result.messages = serde_json::from_value(r["messages"].clone()).unwrap_or_default();
