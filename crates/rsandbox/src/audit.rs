@@ -68,12 +68,12 @@ impl AuditLog {
         if *written + text.len() as u64 > self.max_bytes && *written > 0 {
             match self.rotate() {
                 Ok(fresh) => (*file, *written) = (fresh, 0),
-                Err(e) => eprintln!("rsandbox: failed to rotate the audit log: {e}"),
+                Err(e) => crate::note!("rsandbox: failed to rotate the audit log: {e}"),
             }
         }
         match file.write_all(text.as_bytes()) {
             Ok(()) => *written += text.len() as u64,
-            Err(e) => eprintln!("rsandbox: failed to write the audit log: {e}"),
+            Err(e) => crate::note!("rsandbox: failed to write the audit log: {e}"),
         }
     }
 

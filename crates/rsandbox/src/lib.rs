@@ -13,6 +13,17 @@
 //! ```
 #![deny(missing_docs)]
 
+/// A line for the operator on stderr, from threads that outlive any request (reaper,
+/// warm pool, zygote watcher). Unlike `eprintln!` it never panics: a server whose stderr
+/// was closed (a parent that read only its first line) keeps serving.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use note;
+
 pub mod audit;
 pub mod child;
 pub mod errors;

@@ -147,7 +147,7 @@ fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: us
                 // meanwhile fork on demand and get the error themselves.
                 Err(e) => {
                     drop(state);
-                    eprintln!("rsandbox: failed to fork a child ahead of requests: {e}");
+                    crate::note!("rsandbox: failed to fork a child ahead of requests: {e}");
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }

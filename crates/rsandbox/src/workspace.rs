@@ -225,7 +225,7 @@ fn remove_tree(path: &Path) {
     }
     restore_permissions(path);
     if let Err(e) = fs::remove_dir_all(path) {
-        eprintln!("rsandbox: failed to remove {}: {e}", path.display());
+        crate::note!("rsandbox: failed to remove {}: {e}", path.display());
     }
 }
 

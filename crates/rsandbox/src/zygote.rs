@@ -196,14 +196,14 @@ fn spawn_router(link: Arc<ZygoteLink>, routes: Routes, alive: Arc<AtomicBool>, p
                     Ok(None) => break,
                     // A zygote that breaks protocol is not trusted to serve again.
                     Err(e) => {
-                        eprintln!("rsandbox: {e}");
+                        crate::note!("rsandbox: {e}");
                         break;
                     }
                 };
                 let req = match &event {
                     ZygoteEvent::Spawned { req, .. } | ZygoteEvent::SpawnFailed { req, .. } | ZygoteEvent::Exited { req, .. } => *req,
                     other => {
-                        eprintln!("rsandbox: expected an event for a spawn request from the zygote, got {}", other.tag());
+                        crate::note!("rsandbox: expected an event for a spawn request from the zygote, got {}", other.tag());
                         break;
                     }
                 };
@@ -218,7 +218,7 @@ fn spawn_router(link: Arc<ZygoteLink>, routes: Routes, alive: Arc<AtomicBool>, p
             if was_alive {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 let status = process.lock().expect("zygote process").try_wait();
-                eprintln!("rsandbox: the zygote stopped serving ({status:?}); it is restarted on the next request");
+                crate::note!("rsandbox: the zygote stopped serving ({status:?}); it is restarted on the next request");
             }
             // Dropping the senders wakes every waiting evaluation with "disconnected".
             routes.lock().expect("routes").clear();
