@@ -133,6 +133,9 @@ fn tool_calls_round_trip_every_argument_type() {
         ("echo_list(list(k = 1, v = 'x'))", json!({"k": 1, "v": "x"})),
         ("echo_df(data.frame(x = 1:2, y = c('a', 'b')))", json!([{"x": 1, "y": "a"}, {"x": 2, "y": "b"}])),
         ("echo_any(NULL)", json!(null)),
+        // An array of only nulls comes back as R's NAs, not as a list of NULLs.
+        ("identical(echo_lgl(c(NA, NA)), c(NA, NA))", json!(true)),
+        ("identical(echo_any(list(NULL)), NA)", json!(true)),
         ("d <- table(); c(class(d), nrow(d), d$name[2])", json!(["data.frame", "2", "b"])),
     ];
     for (code, want) in cases {

@@ -43,6 +43,13 @@ unsafe fn array_to_r(items: &[Value]) -> SEXP {
     let non_null: Vec<&Value> = items.iter().filter(|v| !v.is_null()).collect();
     // SAFETY: see to_r.
     unsafe {
+        // Only nulls: R's NA (logical), as `[NA]` encodes; a list of NULLs would not
+        // compare equal to what the tool returned.
+        if !items.is_empty() && non_null.is_empty() {
+            let out = Rf_allocVector(LGLSXP, n);
+            std::slice::from_raw_parts_mut(LOGICAL(out), items.len()).fill(R_NaInt);
+            return out;
+        }
         if !non_null.is_empty() && non_null.iter().all(|v| v.is_number()) {
             let out = Rf_allocVector(REALSXP, n);
             let data = std::slice::from_raw_parts_mut(REAL(out), items.len());
