@@ -634,6 +634,10 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                 Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
             };
             println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
+            if !profile.libraries.is_empty() {
+                let libraries: Vec<String> = profile.libraries.iter().map(|p| p.display().to_string()).collect();
+                println!("  libraries        also {} (searched first, readable)", libraries.join(", "));
+            }
             if let Some(functions) = &profile.functions {
                 println!(
                     "  functions        only these {} (code calling anything else is refused before it runs; a convenience \

@@ -743,3 +743,45 @@ fn uid_gid_and_nice_apply_and_bad_ones_are_refused() {
     assert_outcome(&out, &j, "ok", 0);
     assert_rejected(Who::User, &["eval", "--uid", "2100000123", "1"], "needs a supervisor running as root");
 }
+
+/// A profile's `libraries` (and the built-in `base`, which adds the caller's own R
+/// libraries) make packages installed there loadable in the sandbox; a package
+/// allowlist still hides what it does not list.
+#[test]
+fn profile_libraries_and_the_base_profile_reach_user_installed_packages() {
+    let _g = shared();
+    let dir = std::env::temp_dir().join(format!("rsandbox-libraries-{}", std::process::id()));
+    let (src, lib) = (dir.join("src/tinypkg"), dir.join("lib"));
+    std::fs::create_dir_all(src.join("R")).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(src.join("DESCRIPTION"), "Package: tinypkg\nVersion: 0.1\nTitle: Tiny\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
+    std::fs::write(src.join("NAMESPACE"), "export(tiny)\n").unwrap();
+    std::fs::write(src.join("R/tiny.R"), "tiny <- function() 'tiny says hi'\n").unwrap();
+    let installed = std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().expect("R CMD INSTALL runs");
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    let with = |text: &str| {
+        let path = dir.join("p.toml");
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let code = "library(tinypkg); tiny()";
+    let out = rsandbox(Who::Root, &["eval", code]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("there is no package called"), "{out}");
+    let lib_str = lib.to_string_lossy().into_owned();
+    let out = rsandbox(Who::Root, &["eval", "--profile", &with(&format!("libraries = [\"{lib_str}\"]\n")), code]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("tiny says hi"), "{out}");
+    let out = rsandbox_with(Who::Root, &["eval", "--profile", "base", code], &[("R_LIBS_USER", &lib_str)], None);
+    out.assert_code(0);
+    assert!(out.stdout.contains("tiny says hi"), "{out}");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &with(&format!("libraries = [\"{lib_str}\"]\npackages = [\"stats\"]\n")), code]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("there is no package called"), "the allowlist hides it:{out}");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &with("libraries = [\"/nonexistent/lib\"]\n"), "1"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("/nonexistent/lib is not a directory"), "{out}");
+    let out = rsandbox_with(Who::Root, &["check", "--profile", "base"], &[("R_LIBS_USER", &lib_str)], None);
+    assert!(out.stdout.contains(&format!("also {lib_str}")), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

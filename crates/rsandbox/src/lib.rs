@@ -101,7 +101,7 @@ impl Engine {
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
             .with_fixed_identity(fixed_identity);
-        let zygote = Zygote::start(&binary, &config.preload, config.warm, workspaces.path())?;
+        let zygote = Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;
         let allowed_packages = config.profile.allowed_packages(&r_policy::libraries(zygote.info()))?;
         if allowed_packages.is_some() && !(config.namespaces && EvalOptions::default().disk.is_some()) {
             // Fail closed: without the private root every package stays readable.
@@ -182,7 +182,7 @@ impl Engine {
         if !current.is_alive() {
             let binary = zygote::locate_zygote(self.inner.config.zygote_path.as_deref())?;
             let config = &self.inner.config;
-            *current = Arc::new(Zygote::start(&binary, &config.preload, config.warm, self.inner.workspaces.path())?);
+            *current = Arc::new(Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, self.inner.workspaces.path())?);
         }
         Ok(current.clone())
     }

@@ -3,6 +3,7 @@
 //! ```toml
 //! extends = "strict"              # the built-in profile this one adds to
 //! read = ["/srv/data"]            # extra read-only trees
+//! libraries = ["/srv/R/library"]  # extra R libraries, searched first (readable)
 //! packages = ["stats", "Matrix"]  # the packages that exist in the sandbox (with their
 //!                                 # dependencies); absent: every installed package
 //! functions = ["arithmetic", "paste"]  # the function allowlist: names and named sets
@@ -77,6 +78,8 @@ pub struct Profile {
     pub name: String,
     /// Extra read-only trees.
     pub read: Vec<PathBuf>,
+    /// Extra R libraries, searched before the site and system ones (and readable).
+    pub libraries: Vec<PathBuf>,
     /// The packages asked for (`None`: all installed); dependencies are added when the
     /// policy is made, from the installed DESCRIPTION files.
     pub packages: Option<Vec<String>>,
@@ -116,6 +119,8 @@ struct ProfileFile {
     #[serde(default)]
     read: Vec<PathBuf>,
     #[serde(default)]
+    libraries: Vec<PathBuf>,
+    #[serde(default)]
     write: Vec<PathBuf>,
     #[serde(default)]
     exec: Vec<PathBuf>,
@@ -134,12 +139,22 @@ impl Profile {
         Profile { name: "strict".into(), ..Profile::default() }
     }
 
+    /// The built-in `base` profile (RAppArmor's r-base): `strict`, plus the caller's own
+    /// R libraries (`R_LIBS_USER`, else every `~/R/*-library/*` directory), readable and
+    /// searched first, so packages installed with `install.packages()` are there.
+    pub fn base() -> Profile {
+        Profile { name: "base".into(), libraries: user_libraries(), ..Profile::default() }
+    }
+
     /// A built-in profile by name, or a profile file.
     pub fn load(name_or_path: &str) -> Result<Profile, InputError> {
         if name_or_path == "strict" {
             return Ok(Profile::strict());
         }
-        if ["base", "compile", "user"].contains(&name_or_path) {
+        if name_or_path == "base" {
+            return Ok(Profile::base());
+        }
+        if ["compile", "user"].contains(&name_or_path) {
             return Err(bad(name_or_path, format!("the built-in profile {name_or_path:?} is not available yet (only \"strict\"; or give a file)")));
         }
         let path = Path::new(name_or_path);
@@ -153,17 +168,23 @@ impl Profile {
         let file: ProfileFile = toml::from_str(text).map_err(|e| bad(origin, e.to_string().trim().replace('\n', " ")))?;
         let mut profile = match file.extends.as_deref() {
             None | Some("strict") => Profile::strict(),
-            Some(other) => return Err(bad(origin, format!("extends = {other:?}: only \"strict\" can be extended so far"))),
+            Some("base") => Profile::base(),
+            Some(other) => return Err(bad(origin, format!("extends = {other:?}: only \"strict\" and \"base\" can be extended so far"))),
         };
         for (key, present) in [("write", !file.write.is_empty()), ("exec", !file.exec.is_empty())] {
             if present {
                 return Err(bad(origin, format!("the key {key:?} is not supported yet (refused rather than ignored)")));
             }
         }
-        for path in &file.read {
-            if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-                return Err(bad(origin, format!("read: {} must be absolute, without ..", path.display())));
+        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries)] {
+            for path in paths {
+                if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+                    return Err(bad(origin, format!("{key}: {} must be absolute, without ..", path.display())));
+                }
             }
+        }
+        if let Some(missing) = file.libraries.iter().find(|p| !p.is_dir()) {
+            return Err(bad(origin, format!("libraries: {} is not a directory", missing.display())));
         }
         if let Some(bad_name) = file.packages.iter().flatten().chain(&file.preload).find(|p| !crate::is_package_name(p)) {
             return Err(bad(origin, format!("{bad_name:?} is not a package name")));
@@ -180,6 +201,7 @@ impl Profile {
         profile.functions = file.functions.map(|names| expand_functions(origin, &names)).transpose()?;
         profile.name = origin.to_string();
         profile.read.extend(file.read);
+        profile.libraries.extend(file.libraries);
         profile.packages = file.packages;
         profile.preload.extend(file.preload);
         profile.limits = file.limits;
@@ -259,6 +281,24 @@ fn is_function_name(name: &str) -> bool {
     let operator = ["+", "-", "*", "/", "^", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "~", "::", ":::", "@", "?"]
         .contains(&base);
     syntactic || special || operator
+}
+
+/// The caller's own R libraries: `R_LIBS_USER` (its existing entries), else the
+/// directories `~/R/<platform>-library/<version>` that exist.
+fn user_libraries() -> Vec<PathBuf> {
+    if let Some(listed) = std::env::var_os("R_LIBS_USER").filter(|v| !v.is_empty()) {
+        return std::env::split_paths(&listed).filter(|p| p.is_absolute() && p.is_dir()).collect();
+    }
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
+    let mut found = Vec::new();
+    for platform in std::fs::read_dir(home.join("R")).into_iter().flatten().flatten() {
+        if platform.file_name().to_string_lossy().ends_with("-library") {
+            let mut versions: Vec<PathBuf> = std::fs::read_dir(platform.path()).into_iter().flatten().flatten().map(|v| v.path()).filter(|p| p.is_dir()).collect();
+            versions.sort();
+            found.extend(versions);
+        }
+    }
+    found
 }
 
 fn bad(origin: &str, message: String) -> InputError {

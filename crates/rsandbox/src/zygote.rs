@@ -68,7 +68,7 @@ pub fn locate_zygote(explicit: Option<&Path>) -> Result<PathBuf, EngineError> {
 /// The only variables the zygote (and so every child) starts from. `TMPDIR` is inside
 /// the engine's workspace root, so R's start-up temp dir goes with the engine (the
 /// zygote is killed, never runs R's clean-up).
-fn zygote_environment(tmpdir: &Path) -> Vec<(String, String)> {
+fn zygote_environment(tmpdir: &Path, libraries: &[PathBuf]) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), "/usr/bin:/bin".to_string()),
         ("LANG".to_string(), "C.UTF-8".to_string()),
@@ -84,12 +84,18 @@ fn zygote_environment(tmpdir: &Path) -> Vec<(String, String)> {
     if let Ok(home) = std::env::var("R_HOME") {
         env.push(("R_HOME".into(), home));
     }
+    // A profile's extra libraries, searched first (R puts R_LIBS before the site and
+    // system libraries); they become readable in the sandboxes as every library does.
+    if !libraries.is_empty() {
+        let joined: Vec<String> = libraries.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        env.push(("R_LIBS".into(), joined.join(":")));
+    }
     env
 }
 
 impl Zygote {
     /// Start a zygote and wait until R is up (or report why it is not).
-    pub fn start(binary: &Path, preload: &[String], warm: bool, tmpdir: &Path) -> Result<Zygote, EngineError> {
+    pub fn start(binary: &Path, preload: &[String], libraries: &[PathBuf], warm: bool, tmpdir: &Path) -> Result<Zygote, EngineError> {
         let (link, theirs) = ZygoteLink::pair().map_err(|e| EngineError::ZygoteStart(e.to_string()))?;
         let theirs_fd = theirs.as_raw_fd();
         let mut command = Command::new(binary);
@@ -99,7 +105,7 @@ impl Zygote {
         if !warm {
             command.arg("--no-warm");
         }
-        command.env_clear().envs(zygote_environment(tmpdir)).current_dir("/");
+        command.env_clear().envs(zygote_environment(tmpdir, libraries)).current_dir("/");
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
         // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which
         // are async-signal-safe.
