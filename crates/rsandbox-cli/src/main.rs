@@ -151,6 +151,18 @@ enum Command {
         #[command(flatten)]
         engine: EngineArgs,
     },
+    /// Run trusted code and print a profile (TOML, on stdout) that lets it run: the
+    /// host directories it read, the R libraries and packages it used, and limits with
+    /// headroom; notes on stderr. Nothing is written anywhere:
+    /// `rsandbox learn job.R > job.toml`, then `rsandbox run --profile job.toml job.R`.
+    Learn {
+        /// The R file.
+        file: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
     /// Show which isolation layers this machine offers and which rsandbox applies.
     Check {
         /// Print JSON.
@@ -388,6 +400,7 @@ fn main() -> ExitCode {
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
         Command::Check { json, engine } => check(json, &engine),
+        Command::Learn { file, limits, engine } => learn(&file, &limits, &engine),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -398,6 +411,26 @@ fn main() -> ExitCode {
             ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
         }
     }
+}
+
+/// `rsandbox learn`: the profile on stdout when the code ran to the end (exit 0); the
+/// notes on stderr either way (exit 1 and nothing on stdout when it could not).
+fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Result<u8> {
+    let code = read_source(file)?;
+    let config = engine.config();
+    let options = limits.options(&config.profile)?;
+    let learned = rsandbox::learn::learn(&config, &code, &options)?;
+    for note in &learned.notes {
+        eprintln!("rsandbox learn: {note}");
+    }
+    if !learned.succeeded {
+        return Ok(1);
+    }
+    let extends = if config.profile.name == "base" { "base" } else { "strict" };
+    // What is printed must load: checked here, not by the next reader.
+    learned.profile(extends)?;
+    print!("{}", learned.to_toml(extends));
+    Ok(0)
 }
 
 pub(crate) fn read_source(file: &PathBuf) -> anyhow::Result<String> {

@@ -785,3 +785,55 @@ fn profile_libraries_and_the_base_profile_reach_user_installed_packages() {
     assert!(out.stdout.contains(&format!("also {lib_str}")), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `rsandbox learn`: five realistic scripts. What it prints (stdout, TOML) is a profile
+/// under which `run` then succeeds; what no profile can grant yet (running the compiler)
+/// ends with a note naming it, exit 1 and nothing on stdout.
+#[test]
+fn learn_prints_a_profile_the_code_then_runs_under() {
+    let _g = shared();
+    let dir = std::env::temp_dir().join(format!("rsandbox-learn-{}", std::process::id()));
+    let (data, lib, src) = (dir.join("data"), dir.join("lib"), dir.join("src/learnpkg"));
+    for d in [&data, &lib, &src.join("R")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(data.join("scores.csv"), "student,score\nada,91\nbob,78\ncy,85\n").unwrap();
+    std::fs::write(src.join("DESCRIPTION"), "Package: learnpkg\nVersion: 0.1\nTitle: T\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
+    std::fs::write(src.join("NAMESPACE"), "export(grade)\n").unwrap();
+    std::fs::write(src.join("R/grade.R"), "grade <- function(x) ifelse(x >= 85, 'A', 'B')\n").unwrap();
+    let installed = std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().unwrap();
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    let csv = data.join("scores.csv").to_string_lossy().into_owned();
+    let lib_env = [("R_LIBS_USER", lib.to_str().unwrap())];
+    let scripts = [
+        ("csv", format!("d <- read.csv('{csv}'); mean(d$score)"), "84.666"),
+        ("model", "fit <- lm(mpg ~ wt, data = mtcars); round(coef(fit)[['wt']], 2)".to_string(), "-5.34"),
+        ("plot", "png('out.png'); hist(rnorm(100)); invisible(dev.off()); file.exists('out.png')".to_string(), "TRUE"),
+        ("package", format!("library(learnpkg); d <- read.csv('{csv}'); paste(grade(d$score), collapse = '')"), "ABA"),
+    ];
+    for (name, code, expected) in &scripts {
+        let file = dir.join(format!("{name}.R"));
+        std::fs::write(&file, code).unwrap();
+        let out = rsandbox_with(Who::Root, &["learn", file.to_str().unwrap()], &lib_env, None);
+        out.assert_code(0);
+        assert!(out.stdout.starts_with("# learned by rsandbox learn") && out.stdout.contains("[limits]"), "{name}:{out}");
+        let profile = dir.join(format!("{name}.toml"));
+        std::fs::write(&profile, &out.stdout).unwrap();
+        let run = rsandbox(Who::Root, &["run", "--profile", profile.to_str().unwrap(), file.to_str().unwrap()]);
+        run.assert_code(0);
+        assert!(run.stdout.contains(expected), "{name}: the learned profile lets it run:{run}\n{}", out.stdout);
+        match *name {
+            "csv" => assert!(out.stdout.contains(&format!("read = [\"{}\"]", data.display())), "{out}"),
+            "package" => assert!(out.stdout.contains("packages = [\"learnpkg\"]") && out.stdout.contains("libraries = ["), "{out}"),
+            "model" | "plot" => assert!(!out.stdout.contains("read = "), "nothing outside R was read:{out}"),
+            _ => {}
+        }
+    }
+    // A compiled function needs the compiler: no profile grants running programs yet.
+    let file = dir.join("compiled.R");
+    std::fs::write(&file, "writeLines('int f(void){return 1;}', 'f.c'); system('R CMD SHLIB f.c')").unwrap();
+    let out = rsandbox(Who::Root, &["learn", file.to_str().unwrap()]);
+    out.assert_code(1);
+    assert!(out.stdout.is_empty() && out.stderr.contains("forbidden call execve") && out.stderr.contains("compile profile is not built"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

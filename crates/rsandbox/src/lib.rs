@@ -31,6 +31,7 @@ pub mod events;
 pub mod exec;
 mod files;
 pub mod identity;
+pub mod learn;
 pub mod meter;
 pub mod options;
 pub mod pool;

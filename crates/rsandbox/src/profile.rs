@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The packages R itself needs: always present.
-const BASE_PACKAGES: [&str; 14] = [
+pub(crate) const BASE_PACKAGES: [&str; 14] = [
     "base", "compiler", "datasets", "graphics", "grDevices", "grid", "methods", "parallel", "splines", "stats", "stats4",
     "tcltk", "tools", "utils",
 ];
@@ -285,7 +285,7 @@ fn is_function_name(name: &str) -> bool {
 
 /// The caller's own R libraries: `R_LIBS_USER` (its existing entries), else the
 /// directories `~/R/<platform>-library/<version>` that exist.
-fn user_libraries() -> Vec<PathBuf> {
+pub(crate) fn user_libraries() -> Vec<PathBuf> {
     if let Some(listed) = std::env::var_os("R_LIBS_USER").filter(|v| !v.is_empty()) {
         return std::env::split_paths(&listed).filter(|p| p.is_absolute() && p.is_dir()).collect();
     }

@@ -1,0 +1,253 @@
+//! Learning a profile (`rsandbox learn FILE.R`): run trusted code in the sandbox and
+//! write down what it needed, as a profile that lets it run (RAppArmor's "complain"
+//! mode, without strace or the kernel's audit log).
+//!
+//! How it observes: the code runs in a session of a sandbox under the profile learned
+//! so far. When it fails on a host file it could not open, the file's directory is added
+//! to `read` and the code runs again; a package that is not there is looked for in the
+//! caller's own R libraries and that library added. What R loaded, and the peak of time,
+//! CPU and memory, come from the successful run. What a profile cannot grant yet (running
+//! programs, network, writing outside the workspace) ends the learning with a note naming
+//! it. Only what R reports is seen: a file native code fails to open without R saying
+//! so is not learned.
+
+use crate::errors::EngineError;
+use crate::options::{EngineConfig, EvalOptions};
+use crate::profile::Profile;
+use crate::result::{EvalResult, Outcome};
+use crate::session::ExecuteOptions;
+use crate::Engine;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Runs at most this many times (each adds what the previous one missed).
+pub const MAX_ROUNDS: usize = 12;
+
+/// What learning found.
+#[derive(Debug)]
+pub struct Learned {
+    /// Directories read outside R and the system libraries.
+    pub read: Vec<PathBuf>,
+    /// R libraries outside the site and system ones.
+    pub libraries: Vec<PathBuf>,
+    /// Packages the code loaded (beyond R's base packages).
+    pub packages: Vec<String>,
+    /// Suggested limits, with headroom.
+    pub limits: SuggestedLimits,
+    /// For the person reading: what was added and why, and what could not be.
+    pub notes: Vec<String>,
+    /// The last run's result (ok when learning succeeded).
+    pub last: EvalResult,
+    /// Whether the code ran to the end under the learned profile.
+    pub succeeded: bool,
+}
+
+/// Limits to start from: the peak of the successful run, with headroom.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SuggestedLimits {
+    /// Seconds.
+    pub timeout: u64,
+    /// CPU seconds.
+    pub cpu: u64,
+    /// Memory, in MiB.
+    pub memory_mib: u64,
+}
+
+/// Learn what `code` needs, starting from `config`'s profile, each run limited by
+/// `options` (generous by default: learning is for code you trust).
+pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result<Learned, EngineError> {
+    let mut profile = config.profile.clone();
+    let mut notes = Vec::new();
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    for round in 1..=MAX_ROUNDS {
+        let engine = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, ..config.clone() })?;
+        let session = engine.session(options.clone(), Vec::new())?;
+        let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
+        let result = session.execute(code, &run)?;
+        if result.outcome == Outcome::Ok {
+            let loaded = session.execute("sort(loadedNamespaces())", &ExecuteOptions::default())?;
+            // A package allowlist needs the private root: without namespaces, none.
+            let packages = if config.namespaces { loaded_packages(&loaded.value) } else { Vec::new() };
+            notes.push(format!("ran to the end in round {round}"));
+            return Ok(Learned {
+                read: profile.read.clone(),
+                libraries: profile.libraries.clone(),
+                packages,
+                limits: suggest(&result),
+                notes,
+                last: result,
+                succeeded: true,
+            });
+        }
+        let text = failure_text(&result);
+        let step = match next_step(&result, &text, &tried) {
+            Some(step) => step,
+            None => {
+                notes.push(why_not(&result, &text));
+                return Ok(Learned {
+                    read: profile.read.clone(),
+                    libraries: profile.libraries.clone(),
+                    packages: Vec::new(),
+                    limits: SuggestedLimits::default(),
+                    notes,
+                    last: result,
+                    succeeded: false,
+                });
+            }
+        };
+        match step {
+            Step::Read(dir, file) => {
+                notes.push(format!("round {round}: it opened {file}; added read = {} (review: every file there becomes readable)", dir.display()));
+                tried.insert(file);
+                profile.read.push(dir);
+            }
+            Step::Library(library, package) => {
+                notes.push(format!("round {round}: package {package} is in {}; added it to libraries", library.display()));
+                tried.insert(package);
+                profile.libraries.push(library);
+            }
+        }
+    }
+    Err(EngineError::Setup(format!("learning did not converge in {MAX_ROUNDS} runs")))
+}
+
+enum Step {
+    Read(PathBuf, String),
+    Library(PathBuf, String),
+}
+
+/// The error, warnings and stderr of a failed run: where R names what it could not do.
+fn failure_text(result: &EvalResult) -> String {
+    let mut text = String::new();
+    if let Some(e) = &result.error {
+        text.push_str(&e.message);
+        text.push('\n');
+    }
+    for w in &result.warnings {
+        text.push_str(&w.message);
+        text.push('\n');
+    }
+    text.push_str(&result.stderr);
+    text
+}
+
+/// What to add for the next run, if the failure says.
+fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>) -> Option<Step> {
+    if result.outcome != Outcome::Error {
+        return None;
+    }
+    if let Some(package) = quoted_after(text, "there is no package called ") {
+        if !tried.contains(&package) {
+            if let Some(library) = crate::profile::user_libraries().into_iter().find(|l| l.join(&package).join("DESCRIPTION").is_file()) {
+                return Some(Step::Library(library, package));
+            }
+        }
+        return None;
+    }
+    for marker in ["cannot open file ", "cannot open compressed file ", "cannot open "] {
+        if let Some(file) = quoted_after(text, marker) {
+            let path = Path::new(&file);
+            // Only host paths that exist: a relative path is the workspace's (pass it with
+            // the code), and a path that exists nowhere is the code's own error.
+            if path.is_absolute() && path.exists() && !tried.contains(&file) {
+                let dir = if path.is_dir() { path.to_path_buf() } else { path.parent()?.to_path_buf() };
+                return Some(Step::Read(dir, file));
+            }
+        }
+    }
+    None
+}
+
+/// The text between the quotes after `marker` (R quotes with '…', ‘…’ or "…").
+fn quoted_after(text: &str, marker: &str) -> Option<String> {
+    let rest = &text[text.find(marker)? + marker.len()..];
+    let (open, close) = match rest.chars().next()? {
+        '\'' => ('\'', '\''),
+        '"' => ('"', '"'),
+        '‘' => ('‘', '’'),
+        _ => return None,
+    };
+    let inner = &rest[open.len_utf8()..];
+    Some(inner[..inner.find(close)?].to_string())
+}
+
+/// Why learning stopped, for the notes.
+fn why_not(result: &EvalResult, text: &str) -> String {
+    match result.outcome {
+        Outcome::Violation => {
+            let call = result.violation.as_ref().map_or("a forbidden system call", |v| v.syscall.as_str());
+            format!(
+                "stopped: the code made the forbidden call {call} (running programs, sockets): no profile can grant that yet \
+                 (the compile profile is not built)"
+            )
+        }
+        Outcome::Ok => "ran to the end".into(),
+        Outcome::Error => format!("stopped: the code failed with an error learning cannot fix: {}", text.lines().next().unwrap_or("")),
+        other => format!("stopped: {} (raise the limit with --timeout, --memory, --cpu)", other.name()),
+    }
+}
+
+/// Packages beyond R's base set, from `sort(loadedNamespaces())`.
+fn loaded_packages(value: &serde_json::Value) -> Vec<String> {
+    let base = crate::profile::BASE_PACKAGES;
+    match value {
+        serde_json::Value::Array(items) => items.iter().filter_map(|v| v.as_str()).filter(|p| !base.contains(p)).map(str::to_string).collect(),
+        serde_json::Value::String(one) if !base.contains(&one.as_str()) => vec![one.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The run's peak with headroom: three times the time and CPU plus five seconds, twice
+/// the memory (at least 256 MiB).
+fn suggest(result: &EvalResult) -> SuggestedLimits {
+    let u = &result.usage;
+    let cpu_ms = u.sandbox_cpu_ms.unwrap_or(u.cpu_ms);
+    let memory_kb = u.sandbox_memory_kb.unwrap_or(u.max_rss_kb);
+    SuggestedLimits {
+        timeout: Duration::from_millis(u.wall_ms * 3).as_secs() + 5,
+        cpu: cpu_ms * 3 / 1000 + 5,
+        memory_mib: ((memory_kb * 2) >> 10).max(256),
+    }
+}
+
+impl Learned {
+    /// The profile as TOML, ready for `--profile`.
+    pub fn to_toml(&self, extends: &str) -> String {
+        let list = |items: Vec<String>| items.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+        let paths = |p: &[PathBuf]| list(p.iter().map(|p| p.display().to_string()).collect());
+        let mut out = format!("# learned by rsandbox learn; review before use\nextends = {extends:?}\n");
+        if !self.read.is_empty() {
+            out.push_str(&format!("read = [{}]\n", paths(&self.read)));
+        }
+        if !self.libraries.is_empty() {
+            out.push_str(&format!("libraries = [{}]\n", paths(&self.libraries)));
+        }
+        if !self.packages.is_empty() {
+            out.push_str(&format!("packages = [{}]\n", list(self.packages.clone())));
+        }
+        if self.succeeded {
+            let l = &self.limits;
+            out.push_str(&format!("\n[limits]\ntimeout = {}\ncpu = {}\nmemory = \"{}M\"\n", l.timeout, l.cpu, l.memory_mib));
+        }
+        out
+    }
+
+    /// The profile this learned, for checking it at once (`Profile::parse` of `to_toml`).
+    pub fn profile(&self, extends: &str) -> Result<Profile, crate::InputError> {
+        Profile::parse("learned", &self.to_toml(extends))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_names_are_found_in_r_messages() {
+        assert_eq!(quoted_after("cannot open file '/srv/x.csv': No such file", "cannot open file ").as_deref(), Some("/srv/x.csv"));
+        assert_eq!(quoted_after("there is no package called ‘tinypkg’", "there is no package called ").as_deref(), Some("tinypkg"));
+        assert_eq!(quoted_after("cannot open file \"a b\"", "cannot open file ").as_deref(), Some("a b"));
+        assert_eq!(quoted_after("nothing here", "cannot open file "), None);
+    }
+}
