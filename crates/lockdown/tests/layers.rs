@@ -1393,6 +1393,7 @@ fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
         keep_fds_below: 3,
         violation_fd: None,
         visible_only: Vec::new(),
+        nice: None,
     }
 }
 
@@ -1404,6 +1405,7 @@ fn expected_applied(caller: Caller) -> Applied {
         identity: caller.run_as(),
         landlock: LandlockEnforcement::Full,
         seccomp: true,
+        nice: None,
     }
 }
 

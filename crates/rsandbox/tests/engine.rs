@@ -395,7 +395,7 @@ fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     let e = engine();
     let zygote_binary = rsandbox::zygote::locate_zygote(None).unwrap();
     let root = tempdir_for_test();
-    let zygote = Arc::new(rsandbox::zygote::Zygote::start(&zygote_binary, &[], false, &root).unwrap());
+    let zygote = Arc::new(rsandbox::zygote::Zygote::start(&zygote_binary, &[], &[], false, &root).unwrap());
     let bad = lockdown::Policy { read_only: vec!["relative/path".into()], ..lockdown::Policy::default() };
     let err = rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[]).err().expect("refused");
     assert!(matches!(err, EngineError::Setup(_)), "{err:?}");
