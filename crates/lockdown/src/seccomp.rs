@@ -7,7 +7,7 @@
 //! | allowed        | ordinary calls                             | allow          |
 //! | socket creation| `socket`, `socketpair` (network off)       | `EACCES`       |
 //! | refused        | `setsid`, `setpgid`, by-path `chmod`/`utimes`, `prlimit`/`setpriority`/`sched_setaffinity`/`utimensat` on another target | `EPERM` |
-//! | violation      | kernel attack surface, exec, namespace clones, `TIOCSTI` | user notification (or `SIGSYS`) |
+//! | violation      | kernel attack surface, exec, `clone` with namespace flags or `CLONE_PARENT`, `TIOCSTI` | user notification (or `SIGSYS`) |
 //! | anything else  |                                            | `ENOSYS`       |
 //!
 //! `ENOSYS` for unknown calls makes glibc fall back (e.g. `clone3` to `clone`, which
@@ -57,11 +57,12 @@ pub enum Treatment {
     Refused,
     /// Kernel attack surface: a violation that ends the sandbox.
     Violation,
-    /// Makes a process or a thread (`clone`, `fork`, `vfork`). With a listener it is
-    /// reported, and the supervisor lets it through ([`is_fork`]): so the supervisor
-    /// knows when a sandbox is more than one process, and meters and cleans up only
-    /// then. `clone` with namespace flags is a violation. Without a listener: allowed,
-    /// `clone` with namespace flags excepted.
+    /// Makes a process or a thread (`clone`, `fork`, `vfork`): allowed, except `clone`
+    /// with a flag of [`forbidden_clone_flags`], a violation. Forks are not reported to
+    /// the supervisor: a notified call is interrupted by any signal before the answer
+    /// comes, and R's `fork()` then fails with `EINTR` (`parallel::mclapply` under a
+    /// timer). The supervisor finds a sandbox's other processes itself, as the children
+    /// of its leader, the group's child subreaper (see the meter).
     Fork,
 }
 
@@ -186,6 +187,13 @@ const NAMESPACE_CLONE_FLAGS: [libc::c_int; 7] = [
     libc::CLONE_NEWNET,
 ];
 
+/// The `clone` flags that make it a violation: every namespace flag, and `CLONE_PARENT`
+/// (a process made the sibling of the sandbox's leader is a child of the zygote, outside
+/// the leader's children where the supervisor looks for a sandbox's processes).
+pub fn forbidden_clone_flags() -> u32 {
+    NAMESPACE_CLONE_FLAGS.iter().fold(libc::CLONE_PARENT as u32, |acc, f| acc | *f as u32)
+}
+
 /// `ioctl` requests that act on another terminal's input or console: violations.
 const FORBIDDEN_IOCTLS: [libc::c_ulong; 2] = [libc::TIOCSTI, libc::TIOCLINUX];
 
@@ -274,7 +282,6 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
             // Not listed: ENOSYS, like any call the table does not name.
             SocketAddress => continue,
             Refused => errno(libc::EPERM),
-            Fork if violation == RET_USER_NOTIF => Decision::Return(RET_USER_NOTIF),
             Fork => Decision::Return(RET_ALLOW),
         };
         rules.push((*nr as u32, decision));
@@ -283,10 +290,7 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
         let entry = rules.iter_mut().find(|(n, _)| *n == nr as u32).expect("the table lists it");
         entry.1 = decision;
     };
-    let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
-    if violation != RET_USER_NOTIF {
-        set(&mut rules, libc::SYS_clone, Decision::ViolationIfAnyBit { arg: 0, mask: namespaces });
-    }
+    set(&mut rules, libc::SYS_clone, Decision::ViolationIfAnyBit { arg: 0, mask: forbidden_clone_flags() });
     let eperm = Answer::Return(bpf::ret_errno(libc::EPERM));
     let allow = Answer::Return(RET_ALLOW);
     let mut ioctls: Vec<Case> = FORBIDDEN_IOCTLS.iter().map(|r| Case::exact(*r as u32, Answer::Violation)).collect();
@@ -381,18 +385,6 @@ pub struct Notification {
     pub args: [u64; 6],
 }
 
-/// Whether a notification is a process or thread being made (to let through), rather
-/// than a violation: `fork`, `vfork`, or `clone` without namespace flags (read from the
-/// register the kernel will use, so the answer cannot go stale).
-pub fn is_fork(notification: &Notification) -> bool {
-    let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
-    match notification.syscall {
-        libc::SYS_fork | libc::SYS_vfork => true,
-        libc::SYS_clone => notification.args[0] as u32 & namespaces == 0,
-        _ => false,
-    }
-}
-
 /// Receive one notification (`SECCOMP_IOCTL_NOTIF_RECV`).
 pub fn receive_notification(listener: RawFd) -> std::io::Result<Notification> {
     // SAFETY: the kernel requires a zeroed seccomp_notif and fills it in.
@@ -459,11 +451,9 @@ mod tests {
     fn expected(profile: SeccompProfile, nr: u32, args: [u64; 6], violation: u32) -> u32 {
         let (eperm, low) = (bpf::ret_errno(libc::EPERM), |i: usize| args[i] as u32);
         let nr = i64::from(nr);
-        let namespaces = NAMESPACE_CLONE_FLAGS.iter().fold(0u32, |acc, f| acc | *f as u32);
         let refuse_unless_zero = |arg_indices: &[usize]| if arg_indices.iter().any(|i| args[*i] != 0) { eperm } else { RET_ALLOW };
         match nr {
-            libc::SYS_clone | libc::SYS_fork | libc::SYS_vfork if violation == RET_USER_NOTIF => return violation,
-            libc::SYS_clone if low(0) & namespaces != 0 => return violation,
+            libc::SYS_clone if low(0) & forbidden_clone_flags() != 0 => return violation,
             libc::SYS_ioctl if FORBIDDEN_IOCTLS.iter().any(|r| *r as u32 == low(1)) => return violation,
             libc::SYS_ioctl if SOCKET_IOCTL_BLOCKS.contains(&(low(1) & 0xffff_ff00)) => return eperm,
             libc::SYS_prctl if PRCTL_VIOLATIONS.iter().any(|o| *o as u32 == low(0)) => return violation,
@@ -494,7 +484,7 @@ mod tests {
         let mut samples = vec![[0; 6], [u64::MAX; 6]];
         let mut special: Vec<u64> = vec![1, 0x11, 1 << 32, 1 << 63, libc::TCGETS, libc::TIOCSTI, libc::TIOCLINUX, 0x8912, 0x89ff, 0x8b01,
             0x8a00, 15, 22, 35, 4, 0x5356_4d41, 0x5961_6d61, 17, 26, 77];
-        special.extend(NAMESPACE_CLONE_FLAGS.iter().map(|f| *f as u64 | libc::SIGCHLD as u64));
+        special.extend(NAMESPACE_CLONE_FLAGS.iter().chain([&libc::CLONE_PARENT]).map(|f| *f as u64 | libc::SIGCHLD as u64));
         for v in special.clone() {
             special.push(v | (0xdead_u64 << 32));
         }
@@ -553,20 +543,21 @@ mod tests {
         let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
-        // Every clone is reported; the supervisor tells a fork from a namespace clone.
-        assert_eq!(run(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_USER_NOTIF);
-        assert_eq!(run(libc::SYS_fork, [0; 6]), RET_USER_NOTIF);
-        let notified = |syscall: libc::c_long, flags: u64| Notification { id: 0, pid: 1, syscall, args: [flags, 0, 0, 0, 0, 0] };
-        assert!(is_fork(&notified(libc::SYS_clone, libc::SIGCHLD as u64)));
-        assert!(is_fork(&notified(libc::SYS_vfork, 0)));
-        assert!(!is_fork(&notified(libc::SYS_execve, 0)));
-        for flag in NAMESPACE_CLONE_FLAGS {
-            assert!(!is_fork(&notified(libc::SYS_clone, flag as u64 | libc::SIGCHLD as u64)), "{flag:#x}");
-        }
-        // Without a listener: allowed, namespace flags excepted.
+        // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
+        // are violations, with a listener or without.
         let trap = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, args).0;
-        assert_eq!(trap(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
-        assert_eq!(trap(libc::SYS_clone, [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0]), RET_TRAP);
+        let thread = (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD | libc::CLONE_SYSVSEM) as u64;
+        for allowed in [libc::SIGCHLD as u64, thread] {
+            assert_eq!(run(libc::SYS_clone, [allowed, 0, 0, 0, 0, 0]), RET_ALLOW, "{allowed:#x}");
+            assert_eq!(trap(libc::SYS_clone, [allowed, 0, 0, 0, 0, 0]), RET_ALLOW, "{allowed:#x}");
+        }
+        assert_eq!(run(libc::SYS_fork, [0; 6]), RET_ALLOW);
+        assert_eq!(run(libc::SYS_vfork, [0; 6]), RET_ALLOW);
+        for flag in NAMESPACE_CLONE_FLAGS.into_iter().chain([libc::CLONE_PARENT]) {
+            let flags = flag as u64 | libc::SIGCHLD as u64;
+            assert_eq!(run(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]), RET_USER_NOTIF, "{flag:#x}");
+            assert_eq!(trap(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]), RET_TRAP, "{flag:#x}");
+        }
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TIOCSTI, 0, 0, 0, 0]), RET_USER_NOTIF);
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TIOCLINUX, 0, 0, 0, 0]), RET_USER_NOTIF);
         assert_eq!(run(libc::SYS_ioctl, [1, libc::TCGETS, 0, 0, 0, 0]), RET_ALLOW);

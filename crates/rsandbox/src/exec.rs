@@ -176,16 +176,6 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         }
         if n > 0 && fds[1].revents & libc::POLLIN != 0 {
             match lockdown::seccomp::receive_notification(listener) {
-                Ok(call) if lockdown::seccomp::is_fork(&call) => {
-                    // The program may make processes; its caller died if this fails.
-                    if let Err(e) = lockdown::seccomp::continue_notification(listener, call.id) {
-                        if e.raw_os_error() != Some(libc::ENOENT) {
-                            // SAFETY: signalling the process group we created for the child.
-                            unsafe { libc::kill(-pid, libc::SIGKILL) };
-                            violation.get_or_insert(format!("unknown (the violation listener failed: {e})"));
-                        }
-                    }
-                }
                 Ok(call) => {
                     violation.get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
                     // SAFETY: signalling the process group we created for the child.

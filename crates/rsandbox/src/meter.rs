@@ -3,10 +3,12 @@
 //! and not per process (ten children under `RLIMIT_AS` hold ten times the memory; eight
 //! spinning children each stay under `RLIMIT_CPU`).
 //!
-//! When: only once the sandbox has made a process or thread (seccomp reports every
-//! `clone`/`fork`/`vfork` to the supervisor, which lets it through). Until then the
-//! sandbox is one single-threaded process, which its rlimits bound exactly, and nothing
-//! reads /proc (a scan costs about 1 ms per 150 host processes).
+//! When: only once the sandbox is more than one process. Until then its rlimits bound
+//! it exactly (`RLIMIT_AS` and `RLIMIT_CPU` cover all of a process's threads) and
+//! nothing scans /proc (a scan costs about 1 ms per 150 host processes). Whether it is
+//! ([`Meter::has_company`]) is read from the leader's children, a few small files, at
+//! every sampling interval and at the end of each request. seccomp does not report
+//! forks: a notified `fork` fails with `EINTR` when a signal arrives before the answer.
 //!
 //! Which processes: the sandbox's process group. The child makes its own group before
 //! any user code, seccomp refuses `setsid`/`setpgid` after that, so every descendant
@@ -92,6 +94,30 @@ impl Meter {
     /// Memory the code added over the baseline, in a sample.
     pub fn added_memory(&self, sample: &Sample) -> u64 {
         sample.memory.saturating_sub(self.baseline)
+    }
+
+    /// Whether the sandbox is more than its leader: whether any thread of the leader
+    /// has a child. Every other process of the sandbox is a descendant of the leader,
+    /// and the leader is a child subreaper, so while any exists the leader has a child
+    /// (orphans are reparented to it; seccomp forbids `CLONE_PARENT`, which would make
+    /// a sibling). A leader that is gone has none.
+    pub fn has_company(&self) -> io::Result<bool> {
+        let tasks = match fs::read_dir(format!("/proc/{}/task", self.pgid)) {
+            Ok(tasks) => tasks,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        for task in tasks {
+            let task = task?;
+            match fs::read_to_string(task.path().join("children")) {
+                Ok(children) if !children.trim().is_empty() => return Ok(true),
+                Ok(_) => {}
+                // A thread that exited since the directory was read.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
     }
 
     /// The members of the group other than its leader.

@@ -240,6 +240,16 @@ void probe_clone_newnet(char **sarg, int *iarg, int *res) {
     clone_flags("clone(CLONE_NEWNET)", CLONE_NEWNET, res);
 }
 
+void probe_clone_parent(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* The new process is the caller's sibling: a child of the caller's parent (the
+     * zygote in a sandbox), out of reach of the supervisor's look at the sandbox's
+     * children. Not ours to wait for. */
+    long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) _exit(0);
+    *res = outcome("clone(CLONE_PARENT)", pid);
+}
+
 void probe_tiocsti(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
     /* A pty of our own when we can open one (unsandboxed), else our stdin. */

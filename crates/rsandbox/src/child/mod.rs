@@ -104,9 +104,9 @@ pub struct SandboxChild {
     interrupter: Interrupter,
     /// CPU and memory of the whole process group.
     meter: Option<Meter>,
-    /// The sandbox has made a process or thread since its last clean-up: until it has,
-    /// it is one single-threaded process, which its rlimits bound exactly, and neither
-    /// the meter nor the clean-up needs to look at /proc.
+    /// The sandbox was seen to be more than one process since its last clean-up
+    /// ([`Meter::has_company`]): until then its rlimits bound it exactly, and neither
+    /// the meter nor the clean-up scans /proc.
     forked: bool,
     exit: Option<Exit>,
     dead: bool,
@@ -344,10 +344,6 @@ impl SandboxChild {
             metered_cpu_ms: None,
             metered_memory_peak: 0,
         };
-        if self.forked {
-            // Left forked by a request between executes (a file operation's finalizer).
-            run.next_sample = start;
-        }
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
         let mut bridge = ToolBridge {
@@ -385,14 +381,24 @@ impl SandboxChild {
         Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
     }
 
-    /// Read the meter when it is due, and stop the sandbox over a total.
+    /// When it is due: look for processes besides R, and once there are, read the
+    /// meter and stop the sandbox over a total.
     fn meter_sample(&mut self, run: &mut Execution) {
         let now = Instant::now();
-        if !self.forked || now < run.next_sample || run.killed.is_some() || run.exited_at.is_some() {
+        if now < run.next_sample || run.killed.is_some() || run.exited_at.is_some() {
             return;
         }
         run.next_sample = now + meter::INTERVAL;
         let Some(meter) = &self.meter else { return };
+        if !self.forked {
+            match meter.has_company() {
+                Ok(company) => self.forked = company,
+                Err(e) => return self.stop(run, KillReason::ReporterLost(format!("the meter failed: {e}"))),
+            }
+            if !self.forked {
+                return;
+            }
+        }
         match meter.sample() {
             Ok(sample) => {
                 let added = meter.added_memory(&sample);
@@ -449,13 +455,22 @@ impl SandboxChild {
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
-            // the channel) between requests.
-            if let (true, Some(meter)) = (self.forked, &self.meter) {
-                if let Err(e) = meter::kill_others(meter) {
-                    self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
-                    return Ok(false);
+            // the channel) between requests. A process made since the last sample is
+            // found here.
+            if let Some(meter) = &self.meter {
+                let left = match meter.has_company() {
+                    Ok(company) => self.forked || company,
+                    Err(e) => {
+                        self.stop(run, KillReason::ReporterLost(format!("the meter failed: {e}")));
+                        return Ok(false);
+                    }
+                };
+                if left {
+                    if let Err(e) = meter::kill_others(meter) {
+                        self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
+                        return Ok(false);
+                    }
                 }
-                // A thread of R's may fork again: that is reported like any fork.
                 self.forked = false;
             }
             return Ok(true);
@@ -497,7 +512,7 @@ impl SandboxChild {
                 Some(at) => (at + INTERRUPT_GRACE).min(run.deadline.max(at)),
                 None => run.deadline,
             };
-            let until = if self.forked { until.min(run.next_sample) } else { until };
+            let until = if self.meter.is_some() { until.min(run.next_sample) } else { until };
             until.saturating_duration_since(Instant::now())
         };
         let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
@@ -538,13 +553,6 @@ impl SandboxChild {
     fn on_violation_channel(&mut self, run: &mut Execution, revents: i16) {
         match self.violations.service(revents) {
             Watch::Quiet => {}
-            Watch::Forked => {
-                if !self.forked {
-                    // Meter from now on.
-                    run.next_sample = Instant::now();
-                }
-                self.forked = true;
-            }
             Watch::Violation => self.stop(run, KillReason::Violation),
             Watch::Lost(why) => self.stop(run, KillReason::ReporterLost(why)),
         }

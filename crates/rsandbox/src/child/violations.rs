@@ -1,6 +1,5 @@
 //! The child's violation channel: first it delivers the seccomp listener, then the
-//! listener delivers one notification per forbidden call, and one per process or thread
-//! the sandbox makes (let through, and remembered: the sandbox is then metered). The listener is the only
+//! listener delivers one notification per forbidden call. The listener is the only
 //! reporter of violations, so losing it is never silent: any failure other than a
 //! notification cancelled by its caller's death stops the sandbox.
 
@@ -14,8 +13,6 @@ pub(crate) enum Watch {
     Quiet,
     /// A forbidden call was made (its number is kept in `syscall`).
     Violation,
-    /// The sandbox made a process or thread, which was let through.
-    Forked,
     /// The reporter failed: violations could no longer be seen. Stop the sandbox.
     Lost(String),
 }
@@ -72,12 +69,6 @@ impl ViolationWatch {
             return Watch::Quiet;
         }
         match lockdown::seccomp::receive_notification(listener.as_raw_fd()) {
-            Ok(n) if lockdown::seccomp::is_fork(&n) => match lockdown::seccomp::continue_notification(listener.as_raw_fd(), n.id) {
-                Ok(()) => Watch::Forked,
-                // The caller died waiting: nothing was made.
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Watch::Quiet,
-                Err(e) => Watch::Lost(format!("failed to let a fork through: {e}")),
-            },
             Ok(n) => {
                 self.syscall.get_or_insert(n.syscall);
                 // The caller is killed next; the refusal only unblocks it sooner, and if
