@@ -94,6 +94,14 @@ pub struct Applied {
     /// The nice value set (`None`: inherited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nice: Option<i32>,
+    /// Files and trees with Landlock's execute right (0: no program can run, `execve`
+    /// is a violation).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub programs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Policy {
@@ -170,5 +178,6 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         landlock,
         seccomp,
         nice: policy.nice,
+        programs: policy.executable.len(),
     })
 }

@@ -1410,6 +1410,7 @@ fn expected_applied(caller: Caller) -> Applied {
         landlock: LandlockEnforcement::Full,
         seccomp: true,
         nice: None,
+        programs: 0,
     }
 }
 

@@ -426,10 +426,9 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     if !learned.succeeded {
         return Ok(1);
     }
-    let extends = if config.profile.name == "base" { "base" } else { "strict" };
     // What is printed must load: checked here, not by the next reader.
-    learned.profile(extends)?;
-    print!("{}", learned.to_toml(extends));
+    learned.profile()?;
+    print!("{}", learned.to_toml());
     Ok(0)
 }
 
@@ -597,8 +596,9 @@ fn network_access(http: Option<std::net::SocketAddr>, token_file: Option<&std::p
 /// alone said "possible" where every evaluation then failed).
 fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let probe = lockdown::probe();
-    let evaluation = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })
-        .and_then(|e| e.eval("invisible(NULL)", &EvalOptions::default()));
+    let started = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() });
+    let programs = started.as_ref().map(|e| e.programs()).unwrap_or_default();
+    let evaluation = started.and_then(|e| e.eval("invisible(NULL)", &EvalOptions::default()));
     let (layers, accounting, failure) = match evaluation {
         Ok(r) if r.outcome == Outcome::Ok => (r.layers, r.usage.memory_accounting, None),
         Ok(r) => (r.layers, None, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
@@ -621,6 +621,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let profile_json = serde_json::json!({
         "name": profile.name,
         "read": profile.read,
+        "exec": programs,
         "packages": profile.packages,
         "preload": profile.preload,
         "limits": {"timeout": profile.limits.timeout, "memory": profile.limits.memory, "cpu": profile.limits.cpu,
@@ -667,6 +668,17 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                 Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
             };
             println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
+            if programs.is_empty() {
+                println!("  programs         none (execve is a violation that ends the sandbox)");
+            } else {
+                let names: Vec<String> = programs.iter().map(|p| p.display().to_string()).collect();
+                println!(
+                    "  programs         only these may be executed ({}), everything else fails; whatever runs stays inside every \
+                     layer above, and the ELF loader among them can run any readable program, as native code in R could: {}",
+                    names.len(),
+                    names.join(" ")
+                );
+            }
             if !profile.libraries.is_empty() {
                 let libraries: Vec<String> = profile.libraries.iter().map(|p| p.display().to_string()).collect();
                 println!("  libraries        also {} (searched first, readable)", libraries.join(", "));

@@ -787,8 +787,7 @@ fn profile_libraries_and_the_base_profile_reach_user_installed_packages() {
 }
 
 /// `rsandbox learn`: five realistic scripts. What it prints (stdout, TOML) is a profile
-/// under which `run` then succeeds; what no profile can grant yet (running the compiler)
-/// ends with a note naming it, exit 1 and nothing on stdout.
+/// under which `run` then succeeds.
 #[test]
 fn learn_prints_a_profile_the_code_then_runs_under() {
     let _g = shared();
@@ -829,11 +828,58 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
             _ => {}
         }
     }
-    // A compiled function needs the compiler: no profile grants running programs yet.
+    // A compiled function: learned under the compile profile, plus the one program
+    // (`id`) that profile does not list; the learned profile then runs it.
     let file = dir.join("compiled.R");
-    std::fs::write(&file, "writeLines('int f(void){return 1;}', 'f.c'); system('R CMD SHLIB f.c')").unwrap();
+    std::fs::write(
+        &file,
+        "writeLines('int f(void){return 1;}', 'f.c'); stopifnot(system('R CMD SHLIB f.c') == 0); \
+         me <- system('id -u', intern = TRUE); dyn.load(file.path(getwd(), 'f.so')); c(is.loaded('f'), nchar(me) > 0)",
+    )
+    .unwrap();
     let out = rsandbox(Who::Root, &["learn", file.to_str().unwrap()]);
-    out.assert_code(1);
-    assert!(out.stdout.is_empty() && out.stderr.contains("forbidden call execve") && out.stderr.contains("compile profile is not built"), "{out}");
+    out.assert_code(0);
+    assert!(out.stdout.contains("extends = \"compile\"") && out.stdout.contains("exec = [\"/usr/bin/id\"]"), "{out}");
+    assert!(out.stderr.contains("it ran a program (execve)"), "{out}");
+    let profile = dir.join("compiled.toml");
+    std::fs::write(&profile, &out.stdout).unwrap();
+    let run = rsandbox(Who::Root, &["run", "--profile", profile.to_str().unwrap(), file.to_str().unwrap()]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("TRUE TRUE"), "{run}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+both!(
+    /// The compile profile: `R CMD SHLIB` builds C and C++ that R then loads; a program
+    /// it does not list, and one copied or compiled into the workspace, fail to start;
+    /// under strict, running any program ends the sandbox.
+    fn the_compile_profile_builds_c_code_and_unlisted_programs_still_fail(who) {
+        let _g = shared();
+        let code = r#"
+writeLines(c('#include <R.h>', 'void twice(double *x, int *n) { for (int i = 0; i < *n; i++) x[i] *= 2; }'), 'twice.c')
+writeLines(c('extern "C" void thrice(double *x) { *x *= 3; }'), 'thrice.cpp')
+built <- system('R CMD SHLIB twice.c') == 0 && system('R CMD SHLIB thrice.cpp') == 0
+dyn.load(file.path(getwd(), 'twice.so')); dyn.load(file.path(getwd(), 'thrice.so'))
+writeLines('int main(void) { return 0; }', 'hello.c')
+compiled <- system('gcc -o hello hello.c') == 0
+copied <- file.copy('/usr/bin/true', 'mytrue') && Sys.chmod('mytrue', '755') == TRUE
+list(built = built, twice = .C('twice', x = c(1, 2), n = 2L)$x, thrice = .C('thrice', x = 2)$x,
+     unlisted = system('id -u >/dev/null 2>&1'), compiled = compiled, own = system('./hello 2>/dev/null'),
+     copied = system('./mytrue 2>/dev/null'))
+"#;
+        let (out, j) = eval_json(who, &["--profile", "compile", "--timeout", "120"], code);
+        assert_outcome(&out, &j, "ok", 0);
+        // 126: the shell found the program but may not execute it.
+        assert_eq!(j["value"], json!({"built": true, "twice": [2, 4], "thrice": 6, "unlisted": 126, "compiled": true, "own": 126, "copied": 126}), "{out}");
+        assert!(j["layers"]["programs"].as_u64().is_some_and(|n| n > 10), "{out}");
+        let (out, j) = eval_json(who, &[], "system('true')");
+        assert_outcome(&out, &j, "violation", 9);
+        assert_eq!(j["violation"]["syscall"], "execve", "{out}");
+        assert!(j["layers"].get("programs").is_none(), "{out}");
+        let out = rsandbox(who, &["check", "--profile", "compile"]);
+        out.assert_code(0);
+        assert!(out.stdout.contains("programs         only these may be executed") && out.stdout.contains("/usr/bin/make"), "{out}");
+        let out = rsandbox(who, &["check"]);
+        assert!(out.stdout.contains("programs         none (execve is a violation"), "{out}");
+    }
+);

@@ -85,19 +85,32 @@ pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
     Ok(None)
 }
 
+/// `programs` and what running them executes as well: the interpreter of each file (an
+/// ELF's dynamic loader, a script's `#!` program) and that interpreter's own. Trees
+/// (directories) are kept as they are.
+pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineError> {
+    let mut all: Vec<PathBuf> = programs.to_vec();
+    for program in programs.iter().filter(|p| p.is_file()) {
+        let mut current = program.clone();
+        // A script's interpreter may be a script (at most one level, as the kernel allows).
+        for _ in 0..2 {
+            let Some(interp) = interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))? else { break };
+            let interp = interp.canonicalize().unwrap_or(interp);
+            if !all.contains(&interp) {
+                all.push(interp.clone());
+            }
+            current = interp;
+        }
+    }
+    Ok(all)
+}
+
 /// Run `program args…` under the lockdown and wait for it. Call from a single-threaded
 /// process (the CLI): the child allocates between fork and exec.
 pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &EngineConfig) -> Result<ExecReport, EngineError> {
     options.validate()?;
     let path = resolve_program(program)?;
-    let mut executable = vec![path.clone()];
-    if let Some(interp) = interpreter_of(&path).map_err(EngineError::io(format!("read {}", path.display())))? {
-        let interp = interp.canonicalize().unwrap_or(interp);
-        if let Some(second) = interpreter_of(&interp).ok().flatten() {
-            executable.push(second.canonicalize().unwrap_or(second));
-        }
-        executable.push(interp);
-    }
+    let executable = with_interpreters(std::slice::from_ref(&path))?;
     let root = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, u64::MAX)?
         .with_fixed_identity(config.checked_identity()?);
     let workspace = root.workspace(0)?;

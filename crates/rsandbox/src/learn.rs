@@ -5,11 +5,14 @@
 //! How it observes: the code runs in a session of a sandbox under the profile learned
 //! so far. When it fails on a host file it could not open, the file's directory is added
 //! to `read` and the code runs again; a package that is not there is looked for in the
-//! caller's own R libraries and that library added. What R loaded, and the peak of time,
-//! CPU and memory, come from the successful run. What a profile cannot grant yet (running
-//! programs, network, writing outside the workspace) ends the learning with a note naming
-//! it. Only what R reports is seen: a file native code fails to open without R saying
-//! so is not learned.
+//! caller's own R libraries and that library added. Code that runs a program (the
+//! sandbox is ended for `execve`) is learned again under the `compile` profile; a
+//! program that profile does not list (the shell says `NAME: Permission denied`) is
+//! added to `exec`. What R loaded, and the peak of time, CPU and memory, come from the
+//! successful run. What a profile cannot grant (network, writing outside the workspace,
+//! other forbidden calls) ends the learning with a note naming it. Only what R and the
+//! shell report is seen: a file native code fails to open without saying so is not
+//! learned.
 
 use crate::errors::EngineError;
 use crate::options::{EngineConfig, EvalOptions};
@@ -31,6 +34,11 @@ pub struct Learned {
     pub read: Vec<PathBuf>,
     /// R libraries outside the site and system ones.
     pub libraries: Vec<PathBuf>,
+    /// The built-in profile the learned one extends: the one learning started from, or
+    /// `compile` once the code ran a program.
+    pub extends: String,
+    /// Programs beyond the extended profile's.
+    pub exec: Vec<PathBuf>,
     /// Packages the code loaded (beyond R's base packages).
     pub packages: Vec<String>,
     /// Suggested limits, with headroom.
@@ -58,6 +66,8 @@ pub struct SuggestedLimits {
 /// `options` (generous by default: learning is for code you trust).
 pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result<Learned, EngineError> {
     let mut profile = config.profile.clone();
+    let mut extends = if ["base", "compile"].contains(&profile.name.as_str()) { profile.name.clone() } else { "strict".to_string() };
+    let mut exec: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::new();
     for round in 1..=MAX_ROUNDS {
@@ -65,7 +75,13 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
         let session = engine.session(options.clone(), Vec::new())?;
         let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
         let result = session.execute(code, &run)?;
-        if result.outcome == Outcome::Ok {
+        // A program the shell could not run need not fail the code (`system()` returns
+        // its status): run again with it.
+        let refused = (result.outcome == Outcome::Ok && extends == "compile")
+            .then(|| refused_program(&failure_text(&result)))
+            .flatten()
+            .filter(|p| !tried.contains(&p.display().to_string()));
+        if let (Outcome::Ok, None) = (result.outcome, &refused) {
             let loaded = session.execute("sort(loadedNamespaces())", &ExecuteOptions::default())?;
             // A package allowlist needs the private root: without namespaces, none.
             let packages = if config.namespaces { loaded_packages(&loaded.value) } else { Vec::new() };
@@ -73,6 +89,8 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
             return Ok(Learned {
                 read: profile.read.clone(),
                 libraries: profile.libraries.clone(),
+                extends,
+                exec,
                 packages,
                 limits: suggest(&result),
                 notes,
@@ -81,13 +99,15 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
             });
         }
         let text = failure_text(&result);
-        let step = match next_step(&result, &text, &tried) {
+        let step = match refused.map(Step::Program).or_else(|| next_step(&result, &text, &tried, &extends)) {
             Some(step) => step,
             None => {
                 notes.push(why_not(&result, &text));
                 return Ok(Learned {
                     read: profile.read.clone(),
                     libraries: profile.libraries.clone(),
+                    extends,
+                    exec,
                     packages: Vec::new(),
                     limits: SuggestedLimits::default(),
                     notes,
@@ -107,6 +127,24 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                 tried.insert(package);
                 profile.libraries.push(library);
             }
+            Step::Compile => {
+                notes.push(format!(
+                    "round {round}: it ran a program (execve); now extends = \"compile\" (the toolchain and shell utilities may run; \
+                     review: `rsandbox check --profile compile` lists them)"
+                ));
+                // The compile profile's programs and reads, with what was learned so far.
+                let compile = Profile::compile();
+                let mut read = compile.read;
+                read.extend(profile.read.iter().filter(|p| !read.contains(p)).cloned().collect::<Vec<_>>());
+                profile = Profile { exec: compile.exec, read, ..profile };
+                extends = "compile".into();
+            }
+            Step::Program(program) => {
+                notes.push(format!("round {round}: it ran {}; added it to exec", program.display()));
+                tried.insert(program.display().to_string());
+                profile.exec.push(program.clone());
+                exec.push(program);
+            }
         }
     }
     Err(EngineError::Setup(format!("learning did not converge in {MAX_ROUNDS} runs")))
@@ -115,6 +153,10 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
 enum Step {
     Read(PathBuf, String),
     Library(PathBuf, String),
+    /// Learn on under the `compile` profile.
+    Compile,
+    /// A program to add to `exec`.
+    Program(PathBuf),
 }
 
 /// The error, warnings and stderr of a failed run: where R names what it could not do.
@@ -133,9 +175,18 @@ fn failure_text(result: &EvalResult) -> String {
 }
 
 /// What to add for the next run, if the failure says.
-fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>) -> Option<Step> {
+fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>, extends: &str) -> Option<Step> {
+    let exec_violation = result.violation.as_ref().is_some_and(|v| v.syscall == "execve" || v.syscall == "execveat");
+    if result.outcome == Outcome::Violation && exec_violation && extends != "compile" {
+        return Some(Step::Compile);
+    }
     if result.outcome != Outcome::Error {
         return None;
+    }
+    if extends == "compile" {
+        if let Some(program) = refused_program(text).filter(|p| !tried.contains(&p.display().to_string())) {
+            return Some(Step::Program(program));
+        }
     }
     if let Some(package) = quoted_after(text, "there is no package called ") {
         if !tried.contains(&package) {
@@ -159,6 +210,23 @@ fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>) -> Optio
     None
 }
 
+/// A program the shell could not run for want of the execute right: `sh: 1: NAME:
+/// Permission denied` (dash) or `bash: NAME: Permission denied`, with NAME found in
+/// `/usr/bin` or `/bin` (only a program of the system, never a path the code chose).
+fn refused_program(text: &str) -> Option<PathBuf> {
+    for line in text.lines() {
+        let Some(head) = line.strip_suffix(": Permission denied") else { continue };
+        let name = head.rsplit(": ").next()?.trim();
+        if name.is_empty() || name.contains('/') || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)) {
+            continue;
+        }
+        if let Some(found) = ["/usr/bin", "/bin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file()) {
+            return found.canonicalize().ok();
+        }
+    }
+    None
+}
+
 /// The text between the quotes after `marker` (R quotes with '…', ‘…’ or "…").
 fn quoted_after(text: &str, marker: &str) -> Option<String> {
     let rest = &text[text.find(marker)? + marker.len()..];
@@ -177,10 +245,7 @@ fn why_not(result: &EvalResult, text: &str) -> String {
     match result.outcome {
         Outcome::Violation => {
             let call = result.violation.as_ref().map_or("a forbidden system call", |v| v.syscall.as_str());
-            format!(
-                "stopped: the code made the forbidden call {call} (running programs, sockets): no profile can grant that yet \
-                 (the compile profile is not built)"
-            )
+            format!("stopped: the code made the forbidden call {call}, which no profile grants")
         }
         Outcome::Ok => "ran to the end".into(),
         Outcome::Error => format!("stopped: the code failed with an error learning cannot fix: {}", text.lines().next().unwrap_or("")),
@@ -213,12 +278,18 @@ fn suggest(result: &EvalResult) -> SuggestedLimits {
 
 impl Learned {
     /// The profile as TOML, ready for `--profile`.
-    pub fn to_toml(&self, extends: &str) -> String {
+    pub fn to_toml(&self) -> String {
         let list = |items: Vec<String>| items.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
         let paths = |p: &[PathBuf]| list(p.iter().map(|p| p.display().to_string()).collect());
-        let mut out = format!("# learned by rsandbox learn; review before use\nextends = {extends:?}\n");
-        if !self.read.is_empty() {
-            out.push_str(&format!("read = [{}]\n", paths(&self.read)));
+        let mut out = format!("# learned by rsandbox learn; review before use\nextends = {:?}\n", self.extends);
+        // What the extended profile reads comes with it.
+        let inherited = Profile::load(&self.extends).map(|p| p.read).unwrap_or_default();
+        let read: Vec<PathBuf> = self.read.iter().filter(|p| !inherited.contains(p)).cloned().collect();
+        if !read.is_empty() {
+            out.push_str(&format!("read = [{}]\n", paths(&read)));
+        }
+        if !self.exec.is_empty() {
+            out.push_str(&format!("exec = [{}]\n", paths(&self.exec)));
         }
         if !self.libraries.is_empty() {
             out.push_str(&format!("libraries = [{}]\n", paths(&self.libraries)));
@@ -234,8 +305,8 @@ impl Learned {
     }
 
     /// The profile this learned, for checking it at once (`Profile::parse` of `to_toml`).
-    pub fn profile(&self, extends: &str) -> Result<Profile, crate::InputError> {
-        Profile::parse("learned", &self.to_toml(extends))
+    pub fn profile(&self) -> Result<Profile, crate::InputError> {
+        Profile::parse("learned", &self.to_toml())
     }
 }
 

@@ -167,6 +167,12 @@ impl Engine {
         self.inner.zygote.lock().expect("zygote").info().clone()
     }
 
+    /// The files and trees an evaluation may execute (the profile's `exec`, R's `bin`
+    /// and their interpreters; empty: no program runs).
+    pub fn programs(&self) -> Vec<std::path::PathBuf> {
+        r_policy::executables(&self.info(), &self.inner.config.profile.exec)
+    }
+
     /// The engine's configuration.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config

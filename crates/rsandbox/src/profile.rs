@@ -1,8 +1,10 @@
 //! Profiles: a policy as data (TOML), selected with `--profile NAME|FILE` on every front.
 //!
 //! ```toml
-//! extends = "strict"              # the built-in profile this one adds to
+//! extends = "strict"              # the built-in profile this one adds to (strict,
+//!                                 # base or compile)
 //! read = ["/srv/data"]            # extra read-only trees
+//! exec = ["/usr/bin/gfortran"]    # programs that may run (Landlock's execute right)
 //! libraries = ["/srv/R/library"]  # extra R libraries, searched first (readable)
 //! packages = ["stats", "Matrix"]  # the packages that exist in the sandbox (with their
 //!                                 # dependencies); absent: every installed package
@@ -26,8 +28,15 @@
 //! The function allowlist is not a kernel wall but a convenience on top of them: the
 //! code runs in an environment where only the listed functions (and R's syntax, see
 //! [`SYNTAX`]) exist, after a pass over the parsed code refuses the first call of
-//! anything else (bad input: nothing runs). Not built yet (refused with a message, never
-//! accepted and ignored): `write`, `exec` (the `compile` profile).
+//! anything else (bad input: nothing runs).
+//!
+//! Programs: `exec` lists files (or trees) that may be executed; with any listed,
+//! seccomp lets `execve` through and Landlock's execute right decides which files, so
+//! every other program still fails (`EACCES`). The programs run inside every other
+//! layer. The built-in `compile` profile lists the toolchain `R CMD SHLIB`,
+//! `Rcpp::sourceCpp` and `R CMD INSTALL` of a source package need ([`COMPILE_PROGRAMS`]).
+//!
+//! Not built yet (refused with a message, never accepted and ignored): `write`.
 
 use crate::errors::InputError;
 use crate::options::{parse_size, EvalOptions};
@@ -71,6 +80,24 @@ pub const FUNCTION_SETS: &[(&str, &[&str])] = &[
     ]),
 ];
 
+/// The programs of the built-in `compile` profile, looked up in `/usr/bin` and `/bin`
+/// (those missing on the host are left out): shells, make, the compilers and binutils,
+/// and the utilities R's build scripts and Makefiles call.
+pub const COMPILE_PROGRAMS: &[&str] = &[
+    "sh", "bash", "dash", "R", "Rscript", "make", "gcc", "g++", "cc", "c++", "cpp", "gfortran", "as", "ld", "ld.bfd", "ar", "ranlib",
+    "strip", "nm", "objdump", "pkg-config", "sed", "grep", "uname", "rm", "which", "cat", "mkdir", "cp", "mv", "ls", "echo",
+    "expr", "basename", "dirname", "tr", "sort", "head", "tail", "ln", "chmod", "touch", "date", "tar", "gzip", "find",
+    "awk", "mawk", "env", "test", "true", "false", "printf", "wc", "cut", "mktemp", "rmdir", "readlink", "realpath",
+    "install", "tee", "xargs", "diff", "cmp",
+];
+
+/// Trees whose every file the `compile` profile may execute: the compilers' own
+/// programs (`cc1`, `collect2`, `lto-wrapper`).
+pub const COMPILE_PROGRAM_TREES: &[&str] = &["/usr/lib/gcc", "/usr/libexec/gcc"];
+
+/// What `compile` reads beyond `base`: the alternatives links (`cc` → `gcc`).
+pub const COMPILE_READ: &[&str] = &["/etc/alternatives"];
+
 /// A profile, resolved (its `extends` applied).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Profile {
@@ -78,6 +105,10 @@ pub struct Profile {
     pub name: String,
     /// Extra read-only trees.
     pub read: Vec<PathBuf>,
+    /// Files and trees that may be executed (empty: no program runs; `execve` is a
+    /// violation). With any listed, R's own `bin` tree (`R CMD`, `Rscript`: R itself)
+    /// may run too, and the ELF interpreter of each listed program.
+    pub exec: Vec<PathBuf>,
     /// Extra R libraries, searched before the site and system ones (and readable).
     pub libraries: Vec<PathBuf>,
     /// The packages asked for (`None`: all installed); dependencies are added when the
@@ -146,16 +177,35 @@ impl Profile {
         Profile { name: "base".into(), libraries: user_libraries(), ..Profile::default() }
     }
 
+    /// The built-in `compile` profile (RAppArmor's r-compile): `base`, plus the
+    /// toolchain ([`COMPILE_PROGRAMS`], [`COMPILE_PROGRAM_TREES`], R's `bin`) may run, so
+    /// `R CMD SHLIB`, `Rcpp::sourceCpp` and `R CMD INSTALL` of a local source package
+    /// work; any other program still fails.
+    pub fn compile() -> Profile {
+        let mut exec: Vec<PathBuf> = Vec::new();
+        for name in COMPILE_PROGRAMS {
+            let found = ["/usr/bin", "/bin"].iter().map(|dir| Path::new(dir).join(name)).find(|p| p.is_file());
+            if let Some(real) = found.and_then(|p| p.canonicalize().ok()) {
+                if !exec.contains(&real) {
+                    exec.push(real);
+                }
+            }
+        }
+        exec.extend(COMPILE_PROGRAM_TREES.iter().map(PathBuf::from).filter(|p| p.is_dir()));
+        let read = COMPILE_READ.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+        Profile { name: "compile".into(), exec, read, ..Profile::base() }
+    }
+
     /// A built-in profile by name, or a profile file.
     pub fn load(name_or_path: &str) -> Result<Profile, InputError> {
-        if name_or_path == "strict" {
-            return Ok(Profile::strict());
-        }
-        if name_or_path == "base" {
-            return Ok(Profile::base());
-        }
-        if ["compile", "user"].contains(&name_or_path) {
-            return Err(bad(name_or_path, format!("the built-in profile {name_or_path:?} is not available yet (only \"strict\"; or give a file)")));
+        match name_or_path {
+            "strict" => return Ok(Profile::strict()),
+            "base" => return Ok(Profile::base()),
+            "compile" => return Ok(Profile::compile()),
+            "user" => {
+                return Err(bad(name_or_path, "\"user\" is a profile file of your own: give its path (it may extend strict, base or compile)".into()))
+            }
+            _ => {}
         }
         let path = Path::new(name_or_path);
         let text = std::fs::read_to_string(path).map_err(|e| bad(name_or_path, format!("cannot read it: {e}")))?;
@@ -169,14 +219,13 @@ impl Profile {
         let mut profile = match file.extends.as_deref() {
             None | Some("strict") => Profile::strict(),
             Some("base") => Profile::base(),
-            Some(other) => return Err(bad(origin, format!("extends = {other:?}: only \"strict\" and \"base\" can be extended so far"))),
+            Some("compile") => Profile::compile(),
+            Some(other) => return Err(bad(origin, format!("extends = {other:?}: a profile extends \"strict\", \"base\" or \"compile\""))),
         };
-        for (key, present) in [("write", !file.write.is_empty()), ("exec", !file.exec.is_empty())] {
-            if present {
-                return Err(bad(origin, format!("the key {key:?} is not supported yet (refused rather than ignored)")));
-            }
+        if !file.write.is_empty() {
+            return Err(bad(origin, "the key \"write\" is not supported yet (refused rather than ignored)".into()));
         }
-        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries)] {
+        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries), ("exec", &file.exec)] {
             for path in paths {
                 if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
                     return Err(bad(origin, format!("{key}: {} must be absolute, without ..", path.display())));
@@ -185,6 +234,9 @@ impl Profile {
         }
         if let Some(missing) = file.libraries.iter().find(|p| !p.is_dir()) {
             return Err(bad(origin, format!("libraries: {} is not a directory", missing.display())));
+        }
+        if let Some(missing) = file.exec.iter().find(|p| !p.exists()) {
+            return Err(bad(origin, format!("exec: {} does not exist", missing.display())));
         }
         if let Some(bad_name) = file.packages.iter().flatten().chain(&file.preload).find(|p| !crate::is_package_name(p)) {
             return Err(bad(origin, format!("{bad_name:?} is not a package name")));
@@ -201,6 +253,7 @@ impl Profile {
         profile.functions = file.functions.map(|names| expand_functions(origin, &names)).transpose()?;
         profile.name = origin.to_string();
         profile.read.extend(file.read);
+        profile.exec.extend(file.exec);
         profile.libraries.extend(file.libraries);
         profile.packages = file.packages;
         profile.preload.extend(file.preload);
@@ -364,12 +417,29 @@ mod tests {
         assert!(error.contains("limits.memory"), "{error}");
         let error = Profile::parse("p.toml", "read = [\"../etc\"]\n").unwrap_err().to_string();
         assert!(error.contains("absolute"), "{error}");
-        let error = Profile::parse("p.toml", "exec = [\"/usr/bin/gcc\"]\n").unwrap_err().to_string();
+        let error = Profile::parse("p.toml", "write = [\"/srv\"]\n").unwrap_err().to_string();
         assert!(error.contains("not supported yet"), "{error}");
+        let error = Profile::parse("p.toml", "exec = [\"/usr/bin/../bin/x\"]\n").unwrap_err().to_string();
+        assert!(error.contains("exec") && error.contains("absolute"), "{error}");
+        let error = Profile::parse("p.toml", "exec = [\"/no/such/program\"]\n").unwrap_err().to_string();
+        assert!(error.contains("/no/such/program does not exist"), "{error}");
+        let error = Profile::parse("p.toml", "extends = \"lenient\"\n").unwrap_err().to_string();
+        assert!(error.contains("strict") && error.contains("compile"), "{error}");
         let error = Profile::parse("p.toml", "functions = [\"sum\", \"x y\"]\n").unwrap_err().to_string();
         assert!(error.contains("\"x y\" is neither a function name nor a set"), "{error}");
         let error = Profile::parse("p.toml", "packages = [\"../x\"]\n").unwrap_err().to_string();
         assert!(error.contains("not a package name"), "{error}");
+    }
+
+    #[test]
+    fn compile_lists_the_toolchain_and_a_file_can_extend_it() {
+        let compile = Profile::compile();
+        let sh = Path::new("/bin/sh").canonicalize().unwrap();
+        assert!(compile.exec.contains(&sh), "{:?}", compile.exec);
+        assert!(compile.exec.iter().all(|p| p.is_absolute() && p.exists()), "{:?}", compile.exec);
+        let p = Profile::parse("p.toml", "extends = \"compile\"\nexec = [\"/usr/bin/env\"]\n").unwrap();
+        assert!(p.exec.contains(&PathBuf::from("/usr/bin/env")) && p.exec.contains(&sh));
+        assert!(Profile::strict().exec.is_empty() && Profile::base().exec.is_empty());
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub fn r_child_policy(
     policy.read_only.push(info.r_home.clone());
     policy.read_only.extend(info.library_paths.iter().cloned());
     policy.read_only.extend(config.profile.read.iter().cloned());
+    policy.executable = executables(info, &config.profile.exec);
     if let Some(allowed) = allowed_packages {
         policy.visible_only = libraries(info)
             .into_iter()
@@ -99,6 +100,28 @@ pub fn r_child_policy(
     policy.keep_fds_below = 5;
     policy.violation_fd = Some(4);
     policy
+}
+
+/// What a profile's `exec` lets run: nothing when it is empty; else its programs, R's
+/// own `bin` tree (`R CMD`, `Rscript`, R itself: a script R runs may call them), and
+/// the interpreters all of them need (the ELF loader, `#!` shells).
+///
+/// The loader must be executable for any dynamically linked program to start, and it
+/// will load and run any readable program it is handed (`ld.so /usr/bin/x`): the
+/// listed programs are the ones `execve` starts, not the only code that can run. That
+/// is no more than native code in R can do under every profile, and whatever runs is
+/// inside every other layer (files, network, limits).
+pub fn executables(info: &ZygoteInfo, exec: &[PathBuf]) -> Vec<PathBuf> {
+    if exec.is_empty() {
+        return Vec::new();
+    }
+    let mut programs = exec.to_vec();
+    let r_bin = info.r_home.join("bin");
+    programs.push(r_bin.clone());
+    // R's bin tree holds scripts (whose shell is listed or added below) and the R binary.
+    programs.extend([r_bin.join("R"), r_bin.join("exec").join("R")].into_iter().filter(|p| p.is_file()));
+    // Unreadable headers only cost their interpreter's rule: the program fails to start.
+    crate::exec::with_interpreters(&programs).unwrap_or(programs)
 }
 
 /// Every R library: R's own and the zygote's `.libPaths()`.

@@ -199,6 +199,7 @@ impl SandboxChild {
                 landlock: lockdown::LandlockEnforcement::None,
                 seccomp: false,
                 nice: None,
+                programs: 0,
             },
             lockdown_us: 0,
             meter: None,
