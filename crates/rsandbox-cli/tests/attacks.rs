@@ -81,6 +81,20 @@ fn attack_corpus_in_chroot_as_root() {
     corpus(Mode::ChrootRoot);
 }
 
+/// Under the built-in `base` profile: everything `strict` holds.
+#[test]
+fn attack_corpus_under_the_base_profile_as_root() {
+    corpus(Mode::BaseProfileRoot);
+}
+
+/// Under the built-in `compile` profile, where the toolchain may run: the cases that run
+/// a program it does not list (or one of their own), or reach through a listed one what
+/// no program may, must still fail.
+#[test]
+fn attack_corpus_under_the_compile_profile_as_root() {
+    corpus(Mode::CompileProfileRoot);
+}
+
 #[test]
 fn attack_corpus_calibration() {
     corpus(Mode::Calibration);

@@ -5,6 +5,7 @@
 # targets: none
 # calibrate: yes
 # calibrate-expect-stdout-contains: ATTACK-SUCCEEDED
+# compile-expect: outcome=error — memfd_create is refused and the fallback program is a workspace file, which has no execute right
 
 hex <- "{{PROBE_HEX}}"
 writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")

@@ -5,5 +5,6 @@
 # targets: secret:etc
 # calibrate: yes
 # calibrate-expect-stdout-contains: RSANDBOX-SECRET
+# compile-expect: outcome=ok — cat is listed and runs, inside Landlock: the secret stays unreadable (cat fails, system2 returns its status)
 
 system2("cat", "{{ETC_SECRET}}")

@@ -5,6 +5,7 @@
 # targets: secret:etc
 # calibrate: yes
 # calibrate-expect-stdout-contains: RSANDBOX-SECRET
+# compile-expect: outcome=ok — cat is listed and runs, inside Landlock: the secret stays unreadable (a warning with cat's status)
 
 x <- system("cat {{ETC_SECRET}}", intern = TRUE)
 cat(x, sep = "\n")

@@ -132,7 +132,7 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("SLEEPER_PID", Some("proc:sleeper")),
 ];
 
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 24] = [
     "category",
     "summary",
     "args",
@@ -155,6 +155,7 @@ const KEYS: [&str; 23] = [
     "calibrate-pidns",
     "container-expect",
     "container-loses",
+    "compile-expect",
     "nolandlock-loses",
 ];
 /// Keys that may appear more than once.
@@ -196,6 +197,7 @@ pub enum ContainerRule {
 fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
     match (mode, &case.container) {
         (Mode::NoLandlockRoot, _) => case.no_landlock.clone(),
+        (Mode::CompileProfileRoot, _) => case.compile.clone(),
         (Mode::ContainerRoot | Mode::ContainerUser, rule) => rule.clone(),
         (Mode::NoUserNamespacesUser, Some(ContainerRule::Expect { outcomes, reason })) => {
             let mut either = case.outcomes.clone();
@@ -242,6 +244,10 @@ pub struct Case {
     pub container: Option<ContainerRule>,
     /// What the row without Landlock cannot hold, and why.
     pub no_landlock: Option<ContainerRule>,
+    /// The outcome under the `compile` profile, where programs may run: present on the
+    /// cases that run a program the profile does not list, or reach what no program may
+    /// (the compile row runs only these).
+    pub compile: Option<ContainerRule>,
     /// The file's text (header included); placeholders not yet substituted.
     pub source: String,
     /// Placeholders used anywhere in the file.
@@ -404,26 +410,27 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         }
     }
 
+    // `outcome=<o>[|<o>…] — <reason>`
+    let expect_rule = |key: &str, v: &str| -> Result<ContainerRule, String> {
+        let (outcomes, reason) = v.split_once(" — ").ok_or_else(|| format!("{key} must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
+        let outcomes: Vec<String> = outcomes
+            .strip_prefix("outcome=")
+            .ok_or_else(|| format!("{key} must start with outcome=, got {v:?}"))?
+            .split('|')
+            .map(|o| o.trim().to_string())
+            .collect();
+        if let Some(bad) = outcomes.iter().find(|o| !OUTCOMES.iter().any(|(n, _)| n == o)) {
+            return Err(format!("unknown outcome {bad:?} in {key}"));
+        }
+        Ok(ContainerRule::Expect { outcomes, reason: reason.trim().to_string() })
+    };
     let container = match (one("container-expect"), one("container-loses")) {
         (Some(_), Some(_)) => return Err("container-expect and container-loses exclude each other".into()),
-        (Some(v), None) => {
-            let (outcomes, reason) = v
-                .split_once(" — ")
-                .ok_or_else(|| format!("container-expect must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
-            let outcomes: Vec<String> = outcomes
-                .strip_prefix("outcome=")
-                .ok_or_else(|| format!("container-expect must start with outcome=, got {v:?}"))?
-                .split('|')
-                .map(|o| o.trim().to_string())
-                .collect();
-            if let Some(bad) = outcomes.iter().find(|o| !OUTCOMES.iter().any(|(n, _)| n == o)) {
-                return Err(format!("unknown outcome {bad:?} in container-expect"));
-            }
-            Some(ContainerRule::Expect { outcomes, reason: reason.trim().to_string() })
-        }
+        (Some(v), None) => Some(expect_rule("container-expect", &v)?),
         (None, Some(reason)) => Some(ContainerRule::Loses(reason.to_string())),
         (None, None) => None,
     };
+    let compile = one("compile-expect").map(|v| expect_rule("compile-expect", &v)).transpose()?;
     let expect = required("expect")?;
     let outcomes: Vec<String> = expect
         .strip_prefix("outcome=")
@@ -570,6 +577,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_pidns,
         container,
         no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
+        compile,
         source,
         placeholders,
     })
@@ -1139,6 +1147,11 @@ pub enum Mode {
     NoLandlockRoot,
     /// As `User`, where user namespaces are refused, with `--no-namespaces`.
     NoUserNamespacesUser,
+    /// As `Root`, under the built-in `base` profile (the caller's own R libraries too).
+    BaseProfileRoot,
+    /// As `Root`, under the built-in `compile` profile (the toolchain may run): only the
+    /// cases with `compile-expect`.
+    CompileProfileRoot,
     /// As `Root`, in a chroot whose `/` is not a mount point, with `--no-namespaces`.
     ChrootRoot,
     /// Unsandboxed `Rscript` as root in a pid (+net) namespace: does the attack work?
@@ -1155,6 +1168,8 @@ impl Mode {
             Mode::NoLandlockRoot => "no-landlock-root",
             Mode::NoUserNamespacesUser => "no-userns-user",
             Mode::ChrootRoot => "chroot-root",
+            Mode::BaseProfileRoot => "base-profile-root",
+            Mode::CompileProfileRoot => "compile-profile-root",
             Mode::Calibration => "calibration",
         }
     }
@@ -1172,6 +1187,8 @@ impl Mode {
         match self {
             _ if self.container() => &["--no-namespaces"],
             Mode::NoLandlockRoot => &["--best-effort"],
+            Mode::BaseProfileRoot => &["--profile", "base"],
+            Mode::CompileProfileRoot => &["--profile", "compile"],
             _ => &[],
         }
     }
@@ -1182,7 +1199,7 @@ impl Mode {
             Mode::NoLandlockRoot => container::without_landlock(command),
             Mode::NoUserNamespacesUser => container::without_user_namespaces(command),
             Mode::ChrootRoot => container::in_chroot(command),
-            Mode::Root | Mode::User | Mode::Calibration => {}
+            Mode::Root | Mode::User | Mode::BaseProfileRoot | Mode::CompileProfileRoot | Mode::Calibration => {}
         }
     }
     fn owner(self) -> (u32, u32, PathBuf) {
@@ -1523,7 +1540,7 @@ impl Run {
             .into_iter()
             .filter(|p| !(p.zombie() && p.ppid == 1))
             .filter(|p| match self.mode {
-                Mode::Root | Mode::ContainerRoot | Mode::NoLandlockRoot | Mode::ChrootRoot => {
+                Mode::Root | Mode::ContainerRoot | Mode::NoLandlockRoot | Mode::ChrootRoot | Mode::BaseProfileRoot | Mode::CompileProfileRoot => {
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
                         && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
                 }
@@ -2036,6 +2053,16 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                 }
             }
             let jstdout = j["stdout"].as_str().unwrap_or("");
+            // Where programs may run, what showed the attack working unsandboxed must
+            // not show.
+            if run.mode == Mode::CompileProfileRoot {
+                let jstderr = j["stderr"].as_str().unwrap_or("");
+                for marker in subst(&case.cal_stdout_contains) {
+                    if jstdout.contains(&marker) || jstderr.contains(&marker) {
+                        failures.push(format!("the attack's marker {marker:?} is in the output: {:?}", clip(jstdout, 300)));
+                    }
+                }
+            }
             if let Some(exact) = case.stdout_exact.as_ref().filter(|_| specific) {
                 let exact = host.substitute(exact);
                 if jstdout != exact {
@@ -2299,7 +2326,10 @@ pub fn selected(cases: Vec<Case>) -> Vec<Case> {
 
 /// Run every case in `mode`; print the table; return the failures.
 pub fn run_corpus(mode: Mode) -> (Vec<Report>, Vec<String>) {
-    let cases = selected(load_corpus());
+    let mut cases = selected(load_corpus());
+    if mode == Mode::CompileProfileRoot {
+        cases.retain(|c| c.compile.is_some());
+    }
     let started = Instant::now();
     let run = Run::start(mode);
     // Longest first, so the slow ones do not end up alone at the tail.
@@ -2421,6 +2451,8 @@ pub fn matrix_row(mode: Mode, reports: &[Report]) -> String {
         Mode::NoLandlockRoot => ("kernel without Landlock", "root"),
         Mode::NoUserNamespacesUser => ("no unprivileged user namespaces", "user"),
         Mode::ChrootRoot => ("chroot, `/` not a mount point", "root"),
+        Mode::BaseProfileRoot => ("host, `--profile base`", "root"),
+        Mode::CompileProfileRoot => ("host, `--profile compile` (the cases that run unlisted programs)", "root"),
         Mode::Calibration => unreachable!("the calibration has no row"),
     };
     let default = check_in(mode, &[]);
