@@ -107,6 +107,8 @@ if (mode == "callr") {
   loadNamespace("callr"); f <- function() callr::r(function() 1 + 1)
 } else if (mode == "mcparallel") {
   loadNamespace("parallel"); f <- function() parallel::mccollect(parallel::mcparallel(1 + 1))[[1]]
+} else if (mode == "mcparallel_120ms") {
+  loadNamespace("parallel"); f <- function() parallel::mccollect(parallel::mcparallel({ Sys.sleep(0.12); 1 + 1 }))[[1]]
 } else if (mode == "r_session") {
   rs <- callr::r_session$new(); f <- function() rs$run(function() 1 + 1)
 } else stop("unknown mode ", mode)

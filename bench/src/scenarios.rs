@@ -154,18 +154,20 @@ pub fn p2(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, scenar
     interleave(report, scenario, "ms", cfg.n.max(20) + cfg.n / 2, runners);
 }
 
-/// What sandbox-wide accounting costs: a session execute that forks one worker (each
-/// fork is reported to the supervisor, the group is metered, the worker is cleaned up
-/// after the request) against the same fork in plain R, and against an execute that
-/// does not fork (no accounting work at all).
+/// What sandbox-wide accounting costs: a session execute that forks a worker living
+/// 120 ms (longer than two sampling intervals: the supervisor sees R's child, meters the
+/// group every 50 ms and cleans up after the request) against the same in plain R; and
+/// a fork shorter than one interval (never seen, nothing metered) and an execute that
+/// does not fork, for scale.
 pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
     println!("M: the meter's cost: a session execute that forks a worker");
-    const FORK: &str = "parallel::mccollect(parallel::mcparallel(1 + 1))[[1]]";
+    const FORK: &str = "parallel::mccollect(parallel::mcparallel({ Sys.sleep(0.12); 1 + 1 }))[[1]]";
+    const QUICK_FORK: &str = "parallel::mccollect(parallel::mcparallel(1 + 1))[[1]]";
     let session = engine.session(eval_opts(), vec![]).expect("session");
     let xo = ExecuteOptions::default();
     let r = session.execute(FORK, &xo).unwrap();
     check_ok("Session::execute(mcparallel)", &r);
-    assert!(r.usage.sandbox_cpu_ms.is_some(), "a fork must start the meter: {:?}", r.usage);
+    assert!(r.usage.sandbox_cpu_ms.is_some(), "a worker living 120 ms must start the meter: {:?}", r.usage);
     let time_exec = |code: &str| {
         let t = Instant::now();
         let r = session.execute(code, &xo).unwrap();
@@ -174,12 +176,13 @@ pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
         vec![el]
     };
     let mut runners = vec![
-        runner("rsandbox Session::execute mcparallel+mccollect (metered)", true, || time_exec(FORK)),
+        runner("rsandbox Session::execute mcparallel(120 ms)+mccollect (metered)", true, || time_exec(FORK)),
+        runner("rsandbox Session::execute mcparallel(1+1)+mccollect (shorter than an interval)", false, || time_exec(QUICK_FORK)),
         runner("rsandbox Session::execute 1+1 (no fork: nothing metered)", false, || time_exec("1+1")),
     ];
-    match RWorker::start(cfg, "mcparallel") {
-        Ok(mut w) => runners.push(runner("parallel::mcparallel+mccollect (in plain R)", false, move || w.batch(1))),
-        Err(e) => report.skip("M", "parallel::mcparallel+mccollect (in plain R)", &e),
+    match RWorker::start(cfg, "mcparallel_120ms") {
+        Ok(mut w) => runners.push(runner("parallel::mcparallel(120 ms)+mccollect (in plain R)", false, move || w.batch(1))),
+        Err(e) => report.skip("M", "parallel::mcparallel(120 ms)+mccollect (in plain R)", &e),
     }
     interleave(report, "M", "ms", cfg.n.max(20), runners);
 }
