@@ -36,7 +36,7 @@ pub const ATTACK_USER: &str = "rsandbox-attack";
 /// Sandboxes started by root run under uids from here up.
 pub const SANDBOX_UID_BASE: u32 = 2_000_000_000;
 /// Categories, one directory each under `tests/attacks/`.
-pub const CATEGORIES: [&str; 8] = ["files", "exec", "network", "kernel", "resources", "protocol", "environment", "legit"];
+pub const CATEGORIES: [&str; 9] = ["files", "exec", "network", "kernel", "resources", "protocol", "environment", "allowlist", "legit"];
 /// Outcomes of the JSON result, with the CLI's exit status for each.
 pub const OUTCOMES: [(&str, i32); 10] = [
     ("ok", 0),
@@ -50,6 +50,9 @@ pub const OUTCOMES: [(&str, i32); 10] = [
     ("violation", 9),
     ("crashed", 10),
 ];
+/// The expected outcome of code a function allowlist refuses before it runs: no result,
+/// exit 2 (bad input), and stderr naming the first function not allowed.
+pub const REFUSED: &str = "refused";
 /// Slack over a case's `--timeout` for R start-up and clean-up.
 pub const TIME_SLACK: f64 = 3.0;
 /// A CLI call that takes longer than this is killed (a hang is a failure, not a stall).
@@ -132,7 +135,7 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("SLEEPER_PID", Some("proc:sleeper")),
 ];
 
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 25] = [
     "category",
     "summary",
     "args",
@@ -156,6 +159,7 @@ const KEYS: [&str; 24] = [
     "container-expect",
     "container-loses",
     "compile-expect",
+    "functions",
     "nolandlock-loses",
 ];
 /// Keys that may appear more than once.
@@ -248,6 +252,9 @@ pub struct Case {
     /// cases that run a program the profile does not list, or reach what no program may
     /// (the compile row runs only these).
     pub compile: Option<ContainerRule>,
+    /// The function allowlist the case runs under (a profile's `functions`: names and
+    /// sets), when it has one.
+    pub functions: Option<Vec<String>>,
     /// The file's text (header included); placeholders not yet substituted.
     pub source: String,
     /// Placeholders used anywhere in the file.
@@ -439,9 +446,13 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         .map(|s| s.trim().to_string())
         .collect();
     for o in &outcomes {
-        if !OUTCOMES.iter().any(|(n, _)| n == o) {
+        if !OUTCOMES.iter().any(|(n, _)| n == o) && o != REFUSED {
             return Err(format!("unknown outcome {o:?}"));
         }
+    }
+    let functions = one("functions").map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
+    if outcomes.iter().any(|o| o == REFUSED) && (outcomes.len() > 1 || functions.is_none()) {
+        return Err(format!("outcome={REFUSED} stands alone, and only under a function allowlist (`functions:`)"));
     }
     let violation = one("expect-violation").map(|v| v.split('|').map(|s| s.trim().to_string()).collect::<Vec<_>>());
     if violation.is_some() && !outcomes.iter().any(|o| o == "violation") {
@@ -578,6 +589,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         container,
         no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
         compile,
+        functions,
         source,
         placeholders,
     })
@@ -1987,8 +1999,21 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
     fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
     let subst = |v: &Vec<String>| v.iter().map(|x| host.substitute(x)).collect::<Vec<_>>();
 
+    let mut flags: Vec<String> = run.mode.cli_flags().iter().map(|f| f.to_string()).collect();
+    if let Some(functions) = &case.functions {
+        // The allowlist in a profile file that extends the mode's profile (in its place).
+        let extends = match flags.iter().position(|f| f == "--profile") {
+            Some(i) => flags.drain(i..i + 2).nth(1).unwrap_or_default(),
+            None => "strict".to_string(),
+        };
+        let listed: Vec<String> = functions.iter().map(|f| format!("{f:?}")).collect();
+        let profile = dir.join("functions.toml");
+        fs::write(&profile, format!("extends = {extends:?}\nfunctions = [{}]\n", listed.join(", "))).unwrap();
+        fs::set_permissions(&profile, fs::Permissions::from_mode(0o644)).unwrap();
+        flags.extend(["--profile".to_string(), profile.to_string_lossy().into_owned()]);
+    }
     let mut cmd = run.cli_command(s, &zygote_link);
-    cmd.arg("run").arg(&file).arg("--json").args(run.mode.cli_flags()).args(case.args.iter().map(|a| host.substitute(a)));
+    cmd.arg("run").arg(&file).arg("--json").args(&flags).args(case.args.iter().map(|a| host.substitute(a)));
     let dirs_before = all_engine_dirs();
     let out = run_collect(cmd, CALL_LIMIT);
 
@@ -2001,7 +2026,24 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
     if out.killed_by_runner {
         failures.push(format!("the CLI did not finish within {CALL_LIMIT:?}; the runner killed it"));
     }
+    let refused_expected = case.outcomes.iter().any(|o| o == REFUSED);
     match &json {
+        // Refused before it ran: no result, bad input, the function named on stderr.
+        None if refused_expected && out.code == Some(2) => {
+            got = REFUSED.to_string();
+            let stderr = out.stderr_str();
+            if !stderr.contains("is not in the profile's function allowlist") {
+                failures.push(format!("exit 2 without the allowlist's refusal: {:?}", clip(&stderr, 400)));
+            }
+            for c in subst(&case.error_contains) {
+                if !stderr.contains(&c) {
+                    failures.push(format!("the refusal {:?} lacks {c:?}", clip(&stderr, 400)));
+                }
+            }
+            if !stdout.trim().is_empty() {
+                failures.push(format!("stdout is not empty: {:?}", clip(&stdout, 300)));
+            }
+        }
         None => {
             got = format!("no JSON (exit {:?} signal {:?})", out.code, out.signal);
             failures.push(format!(

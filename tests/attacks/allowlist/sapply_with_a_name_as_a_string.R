@@ -1,0 +1,8 @@
+# category: allowlist
+# summary: sapply with a name as a string, under a function allowlist (the sets arithmetic, data-frames, plotting)
+# functions: arithmetic, data-frames, plotting
+# expect: outcome=error
+# targets: none
+# calibrate: no — the allowlist is rsandbox's own layer; R without it has nothing to escape
+
+sapply(1, 'Sys.getpid')

@@ -1,0 +1,9 @@
+# category: allowlist
+# summary: the environment of a formula, under a function allowlist (the sets arithmetic, data-frames, plotting)
+# functions: arithmetic, data-frames, plotting
+# expect: outcome=refused
+# expect-error-contains: `environment` (line 9, column
+# targets: none
+# calibrate: no — the allowlist is rsandbox's own layer; R without it has nothing to escape
+
+f <- y ~ x; environment(f)
