@@ -2221,8 +2221,10 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
     fs::remove_dir_all(&dir).ok();
     Report {
         name: case.name.clone(),
-        expected: case.outcomes.join("|")
-            + &case.violation.as_ref().map(|v| format!("({})", v.join("|"))).unwrap_or_default(),
+        expected: match rule_for(run.mode, case) {
+            Some(ContainerRule::Expect { outcomes, .. }) => outcomes.join("|"),
+            _ => case.outcomes.join("|") + &case.violation.as_ref().map(|v| format!("({})", v.join("|"))).unwrap_or_default(),
+        },
         got,
         exit: out.code.map_or(format!("sig{}", out.signal.unwrap_or(0)), |c| c.to_string()),
         seconds: secs,
