@@ -120,8 +120,17 @@ pub fn executables(info: &ZygoteInfo, exec: &[PathBuf]) -> Vec<PathBuf> {
     programs.push(r_bin.clone());
     // R's bin tree holds scripts (whose shell is listed or added below) and the R binary.
     programs.extend([r_bin.join("R"), r_bin.join("exec").join("R")].into_iter().filter(|p| p.is_file()));
-    // Unreadable headers only cost their interpreter's rule: the program fails to start.
-    crate::exec::with_interpreters(&programs).unwrap_or(programs)
+    let mut all: Vec<PathBuf> = Vec::new();
+    for program in programs {
+        // A file whose header cannot be read keeps no interpreter: it fails to start
+        // (closed), and the other programs keep theirs.
+        for path in crate::exec::with_interpreters(std::slice::from_ref(&program)).unwrap_or_else(|_| vec![program.clone()]) {
+            if !all.contains(&path) {
+                all.push(path);
+            }
+        }
+    }
+    all
 }
 
 /// Every R library: R's own and the zygote's `.libPaths()`.
