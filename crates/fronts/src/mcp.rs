@@ -537,9 +537,16 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
 #[tool_handler]
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerInfo {
-        let mut instructions = "Runs R code in isolated sandboxes (no network, no programs, limited memory and time). \
+        let profile = &self.registry.engine.config().profile;
+        let programs = if profile.exec.is_empty() {
+            "no programs".to_string()
+        } else {
+            format!("only the programs the {} profile lists, such as the compiler", profile.name)
+        };
+        let mut instructions = format!(
+            "Runs R code in isolated sandboxes (no network, {programs}, limited memory and time). \
              Use run_r; variables persist in this connection's session. new_session gives more sessions."
-            .to_string();
+        );
         if !self.registry.missing.is_empty() {
             instructions.push_str(&format!(
                 " This server runs with weaker isolation than the default (the operator chose to): {}. Every \
