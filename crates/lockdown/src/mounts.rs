@@ -74,15 +74,16 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     entries.extend(policy.read_only.iter().map(|p| (p, true)));
     entries.extend(policy.executable.iter().map(|p| (p, true)));
     entries.extend(policy.read_write.iter().filter(|p| **p != quota.path).map(|p| (p, false)));
-    // Parents before children; a path inside one already bound comes with it.
+    // Parents before children; a path inside one already bound comes with it, unless
+    // it is writable inside a read-only one (then it is bound over it, read-write).
     entries.sort_by_key(|(p, _)| p.components().count());
-    let mut bound: Vec<&PathBuf> = Vec::new();
+    let mut bound: Vec<(&PathBuf, bool)> = Vec::new();
     for (path, read_only) in entries {
-        if bound.iter().any(|b| path.starts_with(b)) {
+        if bound.iter().any(|(b, b_read_only)| path.starts_with(b) && (read_only || !b_read_only)) {
             continue;
         }
         if replicate(&new_root, path, read_only)? {
-            bound.push(path);
+            bound.push((path, read_only));
         }
     }
     for visible in &policy.visible_only {

@@ -621,6 +621,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let profile_json = serde_json::json!({
         "name": profile.name,
         "read": profile.read,
+        "write": profile.write,
         "exec": programs,
         "packages": profile.packages,
         "preload": profile.preload,
@@ -668,6 +669,10 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                 Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
             };
             println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
+            if !profile.write.is_empty() {
+                let dirs: Vec<String> = profile.write.iter().map(|p| p.display().to_string()).collect();
+                println!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));
+            }
             if programs.is_empty() {
                 println!("  programs         none (execve is a violation that ends the sandbox)");
             } else {

@@ -883,3 +883,41 @@ list(built = built, twice = .C('twice', x = c(1, 2), n = 2L)$x, thrice = .C('thr
         assert!(out.stdout.contains("programs         none (execve is a violation"), "{out}");
     }
 );
+
+both!(
+    /// A profile's `write`: the sandbox writes below the listed directory (read-write
+    /// inside a read-only `read` tree) and nowhere else; system and temporary roots are
+    /// refused; `check` says it.
+    fn a_profile_write_directory_is_writable_and_nothing_else(who) {
+        let _g = shared();
+        let dir = owned_dir(who, "write");
+        let (data, out) = (dir.join("data"), dir.join("data/out"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(data.join("in.txt"), "from the host\n").unwrap();
+        // As root each sandbox has a uid of its own: the directory must let it write.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        for d in [&dir, &data] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::set_permissions(data.join("in.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (data_s, out_s) = (data.display().to_string(), out.display().to_string());
+        let profile = profile_file(who, "writer", &format!("read = [\"{data_s}\"]\nwrite = [\"{out_s}\"]\n"));
+        let code = format!(
+            "writeLines(toupper(readLines('{data_s}/in.txt')), '{out_s}/result.txt'); \
+             c(beside = file.create('{data_s}/beside.txt', showWarnings = FALSE), home = file.create('~/../escape.txt', showWarnings = FALSE))"
+        );
+        let (out, j) = eval_json(who, &["--profile", &profile], &code);
+        assert_outcome(&out, &j, "ok", 0);
+        assert_eq!(j["value"], json!({"beside": false, "home": false}), "{out}");
+        assert_eq!(std::fs::read_to_string(dir.join("data/out/result.txt")).unwrap(), "FROM THE HOST\n");
+        assert!(!data.join("beside.txt").exists());
+        let out = rsandbox(who, &["check", "--profile", &profile]);
+        assert!(out.stdout.contains(&format!("also writable    {out_s}")), "{out}");
+        let tmp = profile_file(who, "write-tmp", "write = [\"/tmp\"]\n");
+        let out = rsandbox(who, &["eval", "--profile", &tmp, "1"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("system or temporary root"), "{out}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+);

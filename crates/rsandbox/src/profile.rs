@@ -4,6 +4,7 @@
 //! extends = "strict"              # the built-in profile this one adds to (strict,
 //!                                 # base or compile)
 //! read = ["/srv/data"]            # extra read-only trees
+//! write = ["/srv/data/out"]       # directories writable besides the workspace
 //! exec = ["/usr/bin/gfortran"]    # programs that may run (Landlock's execute right)
 //! libraries = ["/srv/R/library"]  # extra R libraries, searched first (readable)
 //! packages = ["stats", "Matrix"]  # the packages that exist in the sandbox (with their
@@ -36,7 +37,11 @@
 //! layer. The built-in `compile` profile lists the toolchain `R CMD SHLIB`,
 //! `Rcpp::sourceCpp` and `R CMD INSTALL` of a source package need ([`COMPILE_PROGRAMS`]).
 //!
-//! Not built yet (refused with a message, never accepted and ignored): `write`.
+//! Writing outside the workspace: `write` lists existing directories the sandbox may
+//! write below (Landlock's write rights there, a read-write bind in the private root);
+//! everything outside them and the workspace stays read-only or absent. They are host
+//! directories: no disk quota covers them, and what one sandbox writes there the next
+//! one (and the host) reads.
 
 use crate::errors::InputError;
 use crate::options::{parse_size, EvalOptions};
@@ -105,6 +110,8 @@ pub struct Profile {
     pub name: String,
     /// Extra read-only trees.
     pub read: Vec<PathBuf>,
+    /// Directories writable besides the workspace (host directories: no quota).
+    pub write: Vec<PathBuf>,
     /// Files and trees that may be executed (empty: no program runs; `execve` is a
     /// violation). With any listed, R's own `bin` tree (`R CMD`, `Rscript`: R itself)
     /// may run too, and the ELF interpreter of each listed program.
@@ -222,10 +229,7 @@ impl Profile {
             Some("compile") => Profile::compile(),
             Some(other) => return Err(bad(origin, format!("extends = {other:?}: a profile extends \"strict\", \"base\" or \"compile\""))),
         };
-        if !file.write.is_empty() {
-            return Err(bad(origin, "the key \"write\" is not supported yet (refused rather than ignored)".into()));
-        }
-        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries), ("exec", &file.exec)] {
+        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries), ("exec", &file.exec), ("write", &file.write)] {
             for path in paths {
                 if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
                     return Err(bad(origin, format!("{key}: {} must be absolute, without ..", path.display())));
@@ -234,6 +238,18 @@ impl Profile {
         }
         if let Some(missing) = file.libraries.iter().find(|p| !p.is_dir()) {
             return Err(bad(origin, format!("libraries: {} is not a directory", missing.display())));
+        }
+        if let Some(not_dir) = file.write.iter().find(|p| !p.is_dir()) {
+            return Err(bad(origin, format!("write: {} is not a directory", not_dir.display())));
+        }
+        // A writable root in or over the system or R would let code change what every
+        // later sandbox runs; one over the temporary directory would reach where the
+        // sandboxes' workspaces live: refused.
+        let system: Vec<PathBuf> = crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
+        let temp = std::env::temp_dir();
+        let refused = |p: &PathBuf| system.iter().any(|s| s.starts_with(p) || p.starts_with(s)) || temp.starts_with(p);
+        if let Some(over) = file.write.iter().find(|p| refused(p)) {
+            return Err(bad(origin, format!("write: {} is, holds or lies in a system or temporary root; list a directory of your own", over.display())));
         }
         if let Some(missing) = file.exec.iter().find(|p| !p.exists()) {
             return Err(bad(origin, format!("exec: {} does not exist", missing.display())));
@@ -254,6 +270,7 @@ impl Profile {
         profile.name = origin.to_string();
         profile.read.extend(file.read);
         profile.exec.extend(file.exec);
+        profile.write.extend(file.write);
         profile.libraries.extend(file.libraries);
         profile.packages = file.packages;
         profile.preload.extend(file.preload);
@@ -417,8 +434,14 @@ mod tests {
         assert!(error.contains("limits.memory"), "{error}");
         let error = Profile::parse("p.toml", "read = [\"../etc\"]\n").unwrap_err().to_string();
         assert!(error.contains("absolute"), "{error}");
-        let error = Profile::parse("p.toml", "write = [\"/srv\"]\n").unwrap_err().to_string();
-        assert!(error.contains("not supported yet"), "{error}");
+        let error = Profile::parse("p.toml", "write = [\"/no/such/dir\"]\n").unwrap_err().to_string();
+        assert!(error.contains("/no/such/dir is not a directory"), "{error}");
+        for system in ["/usr/lib", "/", "/etc", "/tmp"] {
+            let error = Profile::parse("p.toml", &format!("write = [\"{system}\"]\n")).unwrap_err().to_string();
+            assert!(error.contains("system or temporary root"), "{system}: {error}");
+        }
+        let error = Profile::parse("p.toml", "write = [\"/tmp/../usr\"]\n").unwrap_err().to_string();
+        assert!(error.contains("absolute, without .."), "{error}");
         let error = Profile::parse("p.toml", "exec = [\"/usr/bin/../bin/x\"]\n").unwrap_err().to_string();
         assert!(error.contains("exec") && error.contains("absolute"), "{error}");
         let error = Profile::parse("p.toml", "exec = [\"/no/such/program\"]\n").unwrap_err().to_string();

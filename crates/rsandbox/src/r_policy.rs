@@ -80,6 +80,7 @@ pub fn r_child_policy(
     policy.read_only.push(info.r_home.clone());
     policy.read_only.extend(info.library_paths.iter().cloned());
     policy.read_only.extend(config.profile.read.iter().cloned());
+    policy.read_write.extend(config.profile.write.iter().cloned());
     policy.executable = executables(info, &config.profile.exec);
     if let Some(allowed) = allowed_packages {
         policy.visible_only = libraries(info)
