@@ -797,18 +797,31 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(data.join("scores.csv"), "student,score\nada,91\nbob,78\ncy,85\n").unwrap();
+    // A file read but not there is first guessed a file to create, then the guess is
+    // dropped: nothing is learned for it.
+    let missing = dir.join("missing.R");
+    std::fs::write(&missing, format!("read.csv('{}')", data.join("nope.csv").display())).unwrap();
+    let out = rsandbox(Who::Root, &["learn", missing.to_str().unwrap()]);
+    out.assert_code(1);
+    assert!(out.stdout.is_empty() && out.stderr.contains("was still not written") && out.stderr.contains("removed again"), "{out}");
     std::fs::write(src.join("DESCRIPTION"), "Package: learnpkg\nVersion: 0.1\nTitle: T\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
     std::fs::write(src.join("NAMESPACE"), "export(grade)\n").unwrap();
     std::fs::write(src.join("R/grade.R"), "grade <- function(x) ifelse(x >= 85, 'A', 'B')\n").unwrap();
     let installed = std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().unwrap();
     assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
     let csv = data.join("scores.csv").to_string_lossy().into_owned();
+    // Where the report is written: as root each sandbox has a uid of its own.
+    let reports = dir.join("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    std::fs::set_permissions(&reports, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let report = reports.join("top.csv").to_string_lossy().into_owned();
     let lib_env = [("R_LIBS_USER", lib.to_str().unwrap())];
     let scripts = [
         ("csv", format!("d <- read.csv('{csv}'); mean(d$score)"), "84.666"),
         ("model", "fit <- lm(mpg ~ wt, data = mtcars); round(coef(fit)[['wt']], 2)".to_string(), "-5.34"),
         ("plot", "png('out.png'); hist(rnorm(100)); invisible(dev.off()); file.exists('out.png')".to_string(), "TRUE"),
         ("package", format!("library(learnpkg); d <- read.csv('{csv}'); paste(grade(d$score), collapse = '')"), "ABA"),
+        ("report", format!("d <- read.csv('{csv}'); write.csv(d[d$score > 80, ], '{report}', row.names = FALSE); nrow(d)"), "3"),
     ];
     for (name, code, expected) in &scripts {
         let file = dir.join(format!("{name}.R"));
@@ -818,12 +831,17 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         assert!(out.stdout.starts_with("# learned by rsandbox learn") && out.stdout.contains("[limits]"), "{name}:{out}");
         let profile = dir.join(format!("{name}.toml"));
         std::fs::write(&profile, &out.stdout).unwrap();
+        std::fs::remove_file(&report).ok();
         let run = rsandbox(Who::Root, &["run", "--profile", profile.to_str().unwrap(), file.to_str().unwrap()]);
         run.assert_code(0);
         assert!(run.stdout.contains(expected), "{name}: the learned profile lets it run:{run}\n{}", out.stdout);
         match *name {
             "csv" => assert!(out.stdout.contains(&format!("read = [\"{}\"]", data.display())), "{out}"),
             "package" => assert!(out.stdout.contains("packages = [\"learnpkg\"]") && out.stdout.contains("libraries = ["), "{out}"),
+            "report" => {
+                assert!(out.stdout.contains(&format!("write = [\"{}\"]", reports.display())), "{out}");
+                assert_eq!(std::fs::read_to_string(&report).unwrap().lines().count(), 3, "the learned profile lets it write its report");
+            }
             "model" | "plot" => assert!(!out.stdout.contains("read = "), "nothing outside R was read:{out}"),
             _ => {}
         }

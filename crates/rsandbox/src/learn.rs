@@ -4,7 +4,8 @@
 //!
 //! How it observes: the code runs in a session of a sandbox under the profile learned
 //! so far. When it fails on a host file it could not open, the file's directory is added
-//! to `read` and the code runs again; a package that is not there is looked for in the
+//! to `read` and the code runs again (a file it could not create in an existing host
+//! directory adds that directory to `write`, kept only if the next run creates it); a package that is not there is looked for in the
 //! caller's own R libraries and that library added. Code that runs a program (the
 //! sandbox is ended for `execve`) is learned again under the `compile` profile; a
 //! program that profile does not list (the shell says `NAME: Permission denied`) is
@@ -39,6 +40,8 @@ pub struct Learned {
     pub extends: String,
     /// Programs beyond the extended profile's.
     pub exec: Vec<PathBuf>,
+    /// Directories the code wrote to outside its workspace.
+    pub write: Vec<PathBuf>,
     /// Packages the code loaded (beyond R's base packages).
     pub packages: Vec<String>,
     /// Suggested limits, with headroom.
@@ -70,11 +73,25 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
     let mut exec: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::new();
+    // A directory added to `write` on the guess that the code creates this file there.
+    let mut guessed_write: Option<(PathBuf, String)> = None;
     for round in 1..=MAX_ROUNDS {
         let engine = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, ..config.clone() })?;
         let session = engine.session(options.clone(), Vec::new())?;
         let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
         let result = session.execute(code, &run)?;
+        // The guess holds only if the file now exists on the host.
+        if let Some((dir, file)) = guessed_write.take() {
+            if !Path::new(&file).exists() {
+                notes.push(format!(
+                    "round {round}: {file} was still not written with write = {}: removed again (a file the code \
+                     reads but that does not exist, or a directory the sandbox's uid may not write: as root each \
+                     sandbox has a uid of its own, so give it mode 1777 or use --uid)",
+                    dir.display()
+                ));
+                profile.write.retain(|w| *w != dir);
+            }
+        }
         // A program the shell could not run need not fail the code (`system()` returns
         // its status): run again with it.
         let refused = (result.outcome == Outcome::Ok && extends == "compile")
@@ -91,6 +108,7 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                 libraries: profile.libraries.clone(),
                 extends,
                 exec,
+                write: profile.write.clone(),
                 packages,
                 limits: suggest(&result),
                 notes,
@@ -108,6 +126,7 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                     libraries: profile.libraries.clone(),
                     extends,
                     exec,
+                    write: profile.write.clone(),
                     packages: Vec::new(),
                     limits: SuggestedLimits::default(),
                     notes,
@@ -117,6 +136,12 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
             }
         };
         match step {
+            Step::Write(dir, file) => {
+                notes.push(format!("round {round}: it could not create {file}; added write = {} (review: the sandbox may write anything there)", dir.display()));
+                tried.insert(file.clone());
+                profile.write.push(dir.clone());
+                guessed_write = Some((dir, file));
+            }
             Step::Read(dir, file) => {
                 notes.push(format!("round {round}: it opened {file}; added read = {} (review: every file there becomes readable)", dir.display()));
                 tried.insert(file);
@@ -152,6 +177,8 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
 
 enum Step {
     Read(PathBuf, String),
+    /// A directory to make writable, for the file the code could not create there.
+    Write(PathBuf, String),
     Library(PathBuf, String),
     /// Learn on under the `compile` profile.
     Compile,
@@ -204,6 +231,12 @@ fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>, extends:
             if path.is_absolute() && path.exists() && !tried.contains(&file) {
                 let dir = if path.is_dir() { path.to_path_buf() } else { path.parent()?.to_path_buf() };
                 return Some(Step::Read(dir, file));
+            }
+            // A file that does not exist in a host directory that does: the code meant to
+            // create it (or read a file that is not there: the next run tells).
+            let parent = path.parent().filter(|p| p.is_dir() && crate::profile::writable_dir(p).is_ok());
+            if let (true, Some(dir)) = (path.is_absolute() && !path.exists() && !tried.contains(&file), parent) {
+                return Some(Step::Write(dir.to_path_buf(), file));
             }
         }
     }
@@ -287,6 +320,9 @@ impl Learned {
         let read: Vec<PathBuf> = self.read.iter().filter(|p| !inherited.contains(p)).cloned().collect();
         if !read.is_empty() {
             out.push_str(&format!("read = [{}]\n", paths(&read)));
+        }
+        if !self.write.is_empty() {
+            out.push_str(&format!("write = [{}]\n", paths(&self.write)));
         }
         if !self.exec.is_empty() {
             out.push_str(&format!("exec = [{}]\n", paths(&self.exec)));

@@ -242,14 +242,8 @@ impl Profile {
         if let Some(not_dir) = file.write.iter().find(|p| !p.is_dir()) {
             return Err(bad(origin, format!("write: {} is not a directory", not_dir.display())));
         }
-        // A writable root in or over the system or R would let code change what every
-        // later sandbox runs; one over the temporary directory would reach where the
-        // sandboxes' workspaces live: refused.
-        let system: Vec<PathBuf> = crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
-        let temp = std::env::temp_dir();
-        let refused = |p: &PathBuf| system.iter().any(|s| s.starts_with(p) || p.starts_with(s)) || temp.starts_with(p);
-        if let Some(over) = file.write.iter().find(|p| refused(p)) {
-            return Err(bad(origin, format!("write: {} is, holds or lies in a system or temporary root; list a directory of your own", over.display())));
+        if let Some(e) = file.write.iter().find_map(|p| writable_dir(p).err()) {
+            return Err(bad(origin, e));
         }
         if let Some(missing) = file.exec.iter().find(|p| !p.exists()) {
             return Err(bad(origin, format!("exec: {} does not exist", missing.display())));
@@ -321,6 +315,17 @@ impl Profile {
         }
         Ok(Some(allowed))
     }
+}
+
+/// Whether `dir` may be a `write` directory. One in or over the system or R would let
+/// code change what every later sandbox runs; one over the temporary directory would
+/// reach where the sandboxes' workspaces live: refused.
+pub fn writable_dir(dir: &Path) -> Result<(), String> {
+    let system: Vec<PathBuf> = crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
+    if system.iter().any(|s| s.starts_with(dir) || dir.starts_with(s)) || std::env::temp_dir().starts_with(dir) {
+        return Err(format!("write: {} is, holds or lies in a system or temporary root; list a directory of your own", dir.display()));
+    }
+    Ok(())
 }
 
 /// A `functions` list with its sets expanded and R's syntax added, sorted and unique.
