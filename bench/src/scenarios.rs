@@ -157,8 +157,8 @@ pub fn p2(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, scenar
 /// What sandbox-wide accounting costs: a session execute that forks a worker living
 /// 120 ms (longer than two sampling intervals: the supervisor sees R's child, meters the
 /// group every 50 ms and cleans up after the request) against the same in plain R; and
-/// a fork shorter than one interval (never seen, nothing metered) and an execute that
-/// does not fork, for scale.
+/// a fork shorter than one interval (found at the request's end, from the CPU R reaped:
+/// the group read once) and an execute that does not fork, for scale.
 pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
     println!("M: the meter's cost: a session execute that forks a worker");
     const FORK: &str = "parallel::mccollect(parallel::mcparallel({ Sys.sleep(0.12); 1 + 1 }))[[1]]";
@@ -177,7 +177,7 @@ pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
     };
     let mut runners = vec![
         runner("rsandbox Session::execute mcparallel(120 ms)+mccollect (metered)", true, || time_exec(FORK)),
-        runner("rsandbox Session::execute mcparallel(1+1)+mccollect (shorter than an interval)", false, || time_exec(QUICK_FORK)),
+        runner("rsandbox Session::execute mcparallel(1+1)+mccollect (shorter than an interval: read once at the end)", false, || time_exec(QUICK_FORK)),
         runner("rsandbox Session::execute 1+1 (no fork: nothing metered)", false, || time_exec("1+1")),
     ];
     match RWorker::start(cfg, "mcparallel_120ms") {

@@ -6,8 +6,8 @@
 //! When: only once the sandbox is more than one process. Until then its rlimits bound
 //! it exactly (`RLIMIT_AS` and `RLIMIT_CPU` cover all of a process's threads) and
 //! nothing scans /proc (a scan costs about 1 ms per 150 host processes). Whether it is
-//! ([`Meter::has_company`]) is read from the leader's children, a few small files, at
-//! every sampling interval and at the end of each request. seccomp does not report
+//! ([`Meter::has_company`]) is read from the leader's children and its reaped CPU, a few
+//! small files, at every sampling interval and at the end of each request. seccomp does not report
 //! forks: a notified `fork` fails with `EINTR` when a signal arrives before the answer.
 //!
 //! Which processes: the sandbox's process group. The child makes its own group before
@@ -67,6 +67,9 @@ pub struct Meter {
     /// Memory of the group when the meter was made: not the code's.
     baseline: u64,
     ticks_per_ms: f64,
+    /// The leader's `cutime + cstime` when [`Meter::has_company`] last looked: growth
+    /// means a child lived and was reaped in between.
+    reaped_ticks: std::cell::Cell<u64>,
 }
 
 impl Meter {
@@ -75,13 +78,20 @@ impl Meter {
         // SAFETY: sysconf has no memory effects.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() { MemoryAccounting::Pss } else { MemoryAccounting::Rss };
-        let mut meter = Meter { pgid: leader, accounting, baseline: 0, ticks_per_ms: ticks.max(1) as f64 / 1000.0 };
+        let mut meter = Meter {
+            pgid: leader,
+            accounting,
+            baseline: 0,
+            ticks_per_ms: ticks.max(1) as f64 / 1000.0,
+            reaped_ticks: std::cell::Cell::new(0),
+        };
         // The group is the leader alone now (it has not forked): read it, no scan.
-        let visible = fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).is_some_and(|s| s.pgid == leader);
-        if !visible {
+        let stat = fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).filter(|s| s.pgid == leader);
+        let Some(stat) = stat else {
             // /proc hides other users' processes (hidepid) or is not this pid namespace's.
             return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
-        }
+        };
+        meter.reaped_ticks.set(stat.children_ticks);
         meter.baseline = meter.memory_of(leader)?;
         Ok(meter)
     }
@@ -96,15 +106,28 @@ impl Meter {
         sample.memory.saturating_sub(self.baseline)
     }
 
-    /// Whether the sandbox is more than its leader: whether any thread of the leader
-    /// has a child. Every other process of the sandbox is a descendant of the leader,
-    /// and the leader is a child subreaper, so while any exists the leader has a child
-    /// (orphans are reparented to it; seccomp forbids `CLONE_PARENT`, which would make
-    /// a sibling). A leader that is gone has none.
+    /// Whether the sandbox is, or was since the last look, more than its leader: any
+    /// thread of the leader has a child, or the leader reaped one in between (its
+    /// `cutime + cstime` grew). Every other process of the sandbox is a descendant of the
+    /// leader, and the leader is a child subreaper, so while any exists the leader has a
+    /// child (orphans are reparented to it; seccomp forbids `CLONE_PARENT`, which would
+    /// make a sibling); and a child that lived between two looks left its CPU in the
+    /// leader's `cutime` when reaped. A leader that is gone has none.
     pub fn has_company(&self) -> io::Result<bool> {
+        let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH);
+        match fs::read_to_string(format!("/proc/{}/stat", self.pgid)) {
+            Ok(text) => {
+                let reaped = Stat::parse(&text).map_or(0, |s| s.children_ticks);
+                if reaped > self.reaped_ticks.replace(reaped) {
+                    return Ok(true);
+                }
+            }
+            Err(e) if gone(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        }
         let tasks = match fs::read_dir(format!("/proc/{}/task", self.pgid)) {
             Ok(tasks) => tasks,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH) => return Ok(false),
+            Err(e) if gone(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
         for task in tasks {
@@ -113,7 +136,7 @@ impl Meter {
                 Ok(children) if !children.trim().is_empty() => return Ok(true),
                 Ok(_) => {}
                 // A thread that exited since the directory was read.
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) if gone(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -177,6 +200,8 @@ struct Stat {
     pgid: i32,
     /// utime + stime + cutime + cstime, in clock ticks.
     cpu_ticks: u64,
+    /// cutime + cstime: the CPU of the children it reaped.
+    children_ticks: u64,
 }
 
 impl Stat {
@@ -188,8 +213,9 @@ impl Stat {
         // After the name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15) cutime(16) cstime(17).
         let field = |n: usize| fields.get(n - 3).copied();
         let pgid = field(5)?.parse().ok()?;
-        let cpu_ticks = (14..=17).map(|n| field(n).and_then(|f| f.parse::<i64>().ok()).map(|v| v.max(0) as u64)).sum::<Option<u64>>()?;
-        Some(Stat { pgid, cpu_ticks })
+        let ticks = |n: usize| field(n).and_then(|f| f.parse::<i64>().ok()).map(|v| v.max(0) as u64);
+        let children_ticks = ticks(16)? + ticks(17)?;
+        Some(Stat { pgid, cpu_ticks: ticks(14)? + ticks(15)? + children_ticks, children_ticks })
     }
 }
 
@@ -224,8 +250,65 @@ mod tests {
     #[test]
     fn stat_lines_parse_past_hostile_command_names() {
         let line = "1234 (a) b (c) 5 6) S 1 777 777 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 100 0 0";
-        assert_eq!(Stat::parse(line), Some(Stat { pgid: 777, cpu_ticks: 310 }));
+        assert_eq!(Stat::parse(line), Some(Stat { pgid: 777, cpu_ticks: 310, children_ticks: 10 }));
         assert_eq!(Stat::parse("garbage"), None);
+    }
+
+    #[test]
+    fn a_child_reaped_between_two_looks_is_company() {
+        // A leader in a group of its own that makes one child burning ~200 ms of CPU,
+        // reaps it, then waits to be killed.
+        let (go_r, go_w) = (|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe fills the two fds.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            (fds[0], fds[1])
+        })();
+        // SAFETY: the child only forks, spins, waits and reads a pipe; it is killed below.
+        let leader = unsafe { libc::fork() };
+        if leader == 0 {
+            // SAFETY: plain calls in the forked child; it never returns.
+            unsafe {
+                libc::setpgid(0, 0);
+                let mut byte = 0u8;
+                libc::read(go_r, (&mut byte as *mut u8).cast(), 1);
+                let worker = libc::fork();
+                if worker == 0 {
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < Duration::from_millis(200) {}
+                    libc::_exit(0);
+                }
+                libc::waitpid(worker, std::ptr::null_mut(), 0);
+                libc::pause();
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: as in the test below.
+        unsafe { libc::setpgid(leader, leader) };
+        let meter = Meter::new(leader).unwrap();
+        assert!(!meter.has_company().unwrap(), "alone before it forks");
+        // SAFETY: one byte to our own pipe.
+        unsafe { libc::write(go_w, b"g".as_ptr().cast(), 1) };
+        // Not looking while the worker lives: wait (reading the leader's stat directly)
+        // until the leader has reaped it.
+        let reaped = || fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).map_or(0, |s| s.children_ticks);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while reaped() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let worker_reaped = reaped() > 0;
+        let seen = meter.has_company().unwrap();
+        let again = meter.has_company().unwrap();
+        // SAFETY: killing and reaping our own child; closing our pipe.
+        unsafe {
+            libc::kill(leader, libc::SIGKILL);
+            libc::waitpid(leader, std::ptr::null_mut(), 0);
+            libc::close(go_r);
+            libc::close(go_w);
+        }
+        assert!(worker_reaped, "the worker was not reaped within 20 s");
+        assert!(seen, "a worker that lived and was reaped between two looks is company");
+        assert!(!again, "once its CPU has been seen, a reaped child is no company");
     }
 
     #[test]

@@ -400,6 +400,12 @@ impl SandboxChild {
                 return;
             }
         }
+        self.read_meter(run);
+    }
+
+    /// Read the whole group once: record the totals, and stop the sandbox over a limit.
+    fn read_meter(&mut self, run: &mut Execution) {
+        let Some(meter) = &self.meter else { return };
         match meter.sample() {
             Ok(sample) => {
                 let added = meter.added_memory(&sample);
@@ -456,16 +462,24 @@ impl SandboxChild {
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
-            // the channel) between requests. A process made since the last sample is
-            // found here.
-            if let Some(meter) = &self.meter {
-                let left = match meter.has_company() {
+            // the channel) between requests. A process made (or reaped) since the last
+            // sample is found here, and the group read once more: its totals are the
+            // result's, and a total over a limit still stops the sandbox.
+            if let Some(company) = self.meter.as_ref().map(Meter::has_company) {
+                let left = match company {
                     Ok(company) => self.forked || company,
                     Err(e) => {
                         self.stop(run, KillReason::ReporterLost(format!("the meter failed: {e}")));
                         return Ok(false);
                     }
                 };
+                if left {
+                    self.read_meter(run);
+                    if run.killed.is_some() {
+                        return Ok(false);
+                    }
+                }
+                let meter = self.meter.as_ref().expect("checked above");
                 if left {
                     if let Err(e) = meter::kill_others(meter) {
                         self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
