@@ -420,16 +420,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
     // `outcome=<o>[|<o>…] — <reason>`
     let expect_rule = |key: &str, v: &str| -> Result<ContainerRule, String> {
         let (outcomes, reason) = v.split_once(" — ").ok_or_else(|| format!("{key} must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
-        let outcomes: Vec<String> = outcomes
-            .strip_prefix("outcome=")
-            .ok_or_else(|| format!("{key} must start with outcome=, got {v:?}"))?
-            .split('|')
-            .map(|o| o.trim().to_string())
-            .collect();
-        if let Some(bad) = outcomes.iter().find(|o| !OUTCOMES.iter().any(|(n, _)| n == o)) {
-            return Err(format!("unknown outcome {bad:?} in {key}"));
-        }
-        Ok(ContainerRule::Expect { outcomes, reason: reason.trim().to_string() })
+        Ok(ContainerRule::Expect { outcomes: parse_outcomes(key, outcomes, &[])?, reason: reason.trim().to_string() })
     };
     let container = match (one("container-expect"), one("container-loses")) {
         (Some(_), Some(_)) => return Err("container-expect and container-loses exclude each other".into()),
@@ -438,18 +429,7 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         (None, None) => None,
     };
     let compile = one("compile-expect").map(|v| expect_rule("compile-expect", &v)).transpose()?;
-    let expect = required("expect")?;
-    let outcomes: Vec<String> = expect
-        .strip_prefix("outcome=")
-        .ok_or_else(|| format!("expect must be `outcome=<outcome>[|<outcome>...]`, got {expect:?}"))?
-        .split('|')
-        .map(|s| s.trim().to_string())
-        .collect();
-    for o in &outcomes {
-        if !OUTCOMES.iter().any(|(n, _)| n == o) && o != REFUSED {
-            return Err(format!("unknown outcome {o:?}"));
-        }
-    }
+    let outcomes = parse_outcomes("expect", &required("expect")?, &[REFUSED])?;
     let functions = one("functions").map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
     if outcomes.iter().any(|o| o == REFUSED) && (outcomes.len() > 1 || functions.is_none()) {
         return Err(format!("outcome={REFUSED} stands alone, and only under a function allowlist (`functions:`)"));
@@ -593,6 +573,20 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         source,
         placeholders,
     })
+}
+
+/// `outcome=<o>[|<o>…]` (the value of `key`): each a result outcome, or one of `also`.
+fn parse_outcomes(key: &str, value: &str, also: &[&str]) -> Result<Vec<String>, String> {
+    let outcomes: Vec<String> = value
+        .strip_prefix("outcome=")
+        .ok_or_else(|| format!("{key} must be `outcome=<o>[|<o>…]`, got {value:?}"))?
+        .split('|')
+        .map(|o| o.trim().to_string())
+        .collect();
+    if let Some(bad) = outcomes.iter().find(|o| !OUTCOMES.iter().any(|(n, _)| n == o) && !also.contains(&o.as_str())) {
+        return Err(format!("unknown outcome {bad:?} in {key}"));
+    }
+    Ok(outcomes)
 }
 
 /// Every case, sorted by name; panics naming every malformed file.
