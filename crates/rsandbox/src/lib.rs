@@ -80,6 +80,8 @@ struct EngineInner {
     retired: Mutex<std::sync::mpsc::Sender<Prepared>>,
     /// The profile's package allowlist with dependencies (`None`: every package).
     allowed_packages: Option<std::collections::BTreeSet<String>>,
+    /// What the profile lets children execute, with interpreters (read once, here).
+    programs: Vec<std::path::PathBuf>,
 }
 
 /// A child ready for requests, with the workspace it owns (dropped after the child).
@@ -112,6 +114,7 @@ impl Engine {
             }
             .into());
         }
+        let programs = r_policy::executables(zygote.info(), &config.profile.exec);
         let inner = EngineInner {
             warm: Mutex::default(),
             config,
@@ -121,6 +124,7 @@ impl Engine {
             next_id: AtomicU64::new(1),
             retired: Mutex::new(spawn_reaper()),
             allowed_packages,
+            programs,
         };
         let engine = Engine { inner: Arc::new(inner) };
         if engine.inner.config.prefork > 0 {
@@ -170,7 +174,7 @@ impl Engine {
     /// The files and trees an evaluation may execute (the profile's `exec`, R's `bin`
     /// and their interpreters; empty: no program runs).
     pub fn programs(&self) -> Vec<std::path::PathBuf> {
-        r_policy::executables(&self.info(), &self.inner.config.profile.exec)
+        self.inner.programs.clone()
     }
 
     /// The engine's configuration.
@@ -200,7 +204,8 @@ impl Engine {
         let zygote = self.live_zygote()?;
         let workspace = self.inner.workspaces.workspace(options.disk.unwrap_or(0))?;
         let info = zygote.info();
-        let policy = r_policy::r_child_policy(info, &workspace, options, &self.inner.config, self.inner.allowed_packages.as_ref());
+        let policy =
+            r_policy::r_child_policy(info, &workspace, options, &self.inner.config, self.inner.allowed_packages.as_ref(), &self.inner.programs);
         let env = r_policy::r_child_environment(info, &workspace);
         let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools)?;
         Ok(Prepared { child, workspace })

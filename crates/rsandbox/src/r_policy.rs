@@ -66,7 +66,8 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
 /// The policy for one R child: the base, plus R's home and libraries, and the violation
 /// report socket on fd 4 (fds 0-4 survive: stdio, channel, violation socket).
 ///
-/// The profile adds its read paths; its package allowlist keeps, in every R library,
+/// `programs` is what [`executables`] made of the profile's `exec`. The profile adds its
+/// read and write paths; its package allowlist keeps, in every R library,
 /// only the allowed packages (and entries that are no packages), so the others do not
 /// exist in the sandbox's root.
 pub fn r_child_policy(
@@ -75,13 +76,14 @@ pub fn r_child_policy(
     options: &EvalOptions,
     config: &EngineConfig,
     allowed_packages: Option<&std::collections::BTreeSet<String>>,
+    programs: &[PathBuf],
 ) -> Policy {
     let mut policy = base_policy(workspace, options, config);
     policy.read_only.push(info.r_home.clone());
     policy.read_only.extend(info.library_paths.iter().cloned());
     policy.read_only.extend(config.profile.read.iter().cloned());
     policy.read_write.extend(config.profile.write.iter().cloned());
-    policy.executable = executables(info, &config.profile.exec);
+    policy.executable = programs.to_vec();
     if let Some(allowed) = allowed_packages {
         policy.visible_only = libraries(info)
             .into_iter()
