@@ -97,7 +97,7 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
     policy.violation_fd = Some(VIOLATION_FD);
     policy.validate().map_err(|e| invalid(&e))?;
     // exec is a violation for seccomp; the launcher's one exec is let through below.
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network }).map_err(|e| invalid(&e))?;
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network, observe: false }).map_err(|e| invalid(&e))?;
     let (reports, reports_child) = rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,
         rustix::net::SocketType::SEQPACKET,

@@ -22,6 +22,9 @@ pub enum PolicyError {
     /// own; without one the whole tree would be readable.
     #[error("showing only some packages (visible_only) needs the private root (namespaces and a disk quota)")]
     VisibleOnlyWithoutPrivateRoot,
+    /// Learning mode reports on the violation listener, and there is none.
+    #[error("learning mode needs a violation listener (violation_fd): without one nothing could be recorded")]
+    LearningWithoutListener,
     /// An entry of `visible_only` is not a plain name.
     #[error("visible_only entry {entry:?} of {dir} is not a plain name")]
     BadVisibleEntry {

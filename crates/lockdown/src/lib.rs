@@ -56,6 +56,7 @@ pub mod errors;
 pub mod fdpass;
 pub mod mounts;
 pub mod namespaces;
+pub mod observe;
 pub mod policy;
 pub mod privileges;
 pub mod probe;
@@ -98,6 +99,10 @@ pub struct Applied {
     /// is a violation).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub programs: usize,
+    /// Learning mode ([`Policy::learning`]): forbidden calls are answered with an error
+    /// and listed, not fatal, and file calls are reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub learning: bool,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -107,7 +112,7 @@ fn is_zero(n: &usize) -> bool {
 impl Policy {
     /// The seccomp profile this policy needs.
     pub fn seccomp_profile(&self) -> SeccompProfile {
-        SeccompProfile { exec: !self.executable.is_empty(), network: self.network }
+        SeccompProfile { exec: !self.executable.is_empty(), network: self.network, observe: self.learning }
     }
 }
 
@@ -160,7 +165,11 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         sys::set_nice(nice).map_err(|source| errors::PrivilegeError::Priority { nice, source })?;
     }
     privileges::drop_privileges(identity)?;
-    process::make_non_dumpable()?;
+    // A learning sandbox stays dumpable: an unprivileged supervisor reads the paths of
+    // its file calls from its memory (see `observe`).
+    if !policy.learning {
+        process::make_non_dumpable()?;
+    }
     let landlock = ruleset::restrict_filesystem_and_network(policy)?;
     rlimits::apply_limits(&policy.limits, address_space_now)?;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {
@@ -179,5 +188,6 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         seccomp,
         nice: policy.nice,
         programs: policy.executable.len(),
+        learning: policy.learning,
     })
 }

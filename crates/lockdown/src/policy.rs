@@ -90,6 +90,13 @@ pub struct Policy {
     /// may also raise it; the sandbox may lower its priority further, never raise it.
     #[serde(default)]
     pub nice: Option<i32>,
+    /// Learning mode (`rsandbox learn`, see [`crate::observe`]): file calls are reported
+    /// on the violation listener too, and its holder answers forbidden calls (with an
+    /// error: they are still never executed) instead of ending the sandbox. The process
+    /// stays dumpable, so that an unprivileged holder can read the paths. Needs
+    /// `violation_fd`.
+    #[serde(default)]
+    pub learning: bool,
 }
 
 /// A directory of which only `entries` exist inside the sandbox.
@@ -118,6 +125,7 @@ impl Default for Policy {
             violation_fd: None,
             visible_only: Vec::new(),
             nice: None,
+            learning: false,
         }
     }
 }
@@ -154,6 +162,9 @@ impl Policy {
         }
         if let Some(nice) = self.nice.filter(|n| !(-20..=19).contains(n)) {
             return Err(PolicyError::BadNice { nice });
+        }
+        if self.learning && self.violation_fd.is_none() {
+            return Err(PolicyError::LearningWithoutListener);
         }
         if !self.visible_only.is_empty() && !self.private_root {
             return Err(PolicyError::VisibleOnlyWithoutPrivateRoot);

@@ -254,6 +254,9 @@ pub struct SeccompProfile {
     pub exec: bool,
     /// Sockets may be created and connected.
     pub network: bool,
+    /// Learning mode: the allowed file calls of [`crate::observe`] are reported too
+    /// (with a listener; without one they are simply allowed).
+    pub observe: bool,
 }
 
 /// The compiled program, built once (in the zygote) and installed in each child: one
@@ -322,7 +325,22 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     ] {
         set(&mut rules, nr, Decision::ErrnoIfNonZero { args, errno: libc::EPERM });
     }
+    if profile.observe {
+        // Only calls this program allows: a violation stays one.
+        let observe = if violation == RET_USER_NOTIF { RET_USER_NOTIF } else { RET_ALLOW };
+        for nr in crate::observe::observed_calls() {
+            let entry = rules.iter_mut().find(|(n, _)| *n == nr as u32).expect("the table lists it");
+            if entry.1 == Decision::Return(RET_ALLOW) {
+                entry.1 = Decision::Return(observe);
+            }
+        }
+    }
     rules
+}
+
+/// How the table treats `nr` (`None`: not listed, so `ENOSYS`).
+pub fn treatment(nr: i64) -> Option<Treatment> {
+    SYSCALLS.iter().find(|(_, n, _)| *n == nr).map(|(_, _, t)| *t)
 }
 
 impl SeccompFilters {
@@ -413,6 +431,13 @@ pub fn continue_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether a notification is still pending (`SECCOMP_IOCTL_NOTIF_ID_VALID`): its caller
+/// has not died, so its pid still names it.
+pub fn notification_pending(listener: RawFd, id: u64) -> bool {
+    // SAFETY: the ioctl reads one u64 from the pointer, valid for the call.
+    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 }
+}
+
 /// Answer a notification with `EPERM` (the call is not executed).
 pub fn deny_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
     let resp = libc::seccomp_notif_resp { id, val: 0, error: -libc::EPERM, flags: 0 };
@@ -471,10 +496,12 @@ mod tests {
             libc::SYS_utimensat => return refuse_unless_zero(&[1]),
             _ => {}
         }
+        // Learning reports the file calls the program allows (only with a listener).
+        let allowed = if profile.observe && crate::observe::is_observed(nr) && violation == RET_USER_NOTIF { RET_USER_NOTIF } else { RET_ALLOW };
         match SYSCALLS.iter().find(|(_, n, _)| *n == nr).map(|(_, _, t)| *t) {
             None => bpf::ret_errno(libc::ENOSYS),
-            Some(Allow) => RET_ALLOW,
-            Some(Exec) => if profile.exec { RET_ALLOW } else { violation },
+            Some(Allow) => allowed,
+            Some(Exec) => if profile.exec { allowed } else { violation },
             Some(Violation) => violation,
             Some(SocketCreate) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) },
             Some(SocketAddress) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::ENOSYS) },
@@ -517,9 +544,9 @@ mod tests {
     #[test]
     fn the_program_gives_every_number_its_treatment() {
         let samples = argument_samples();
-        for exec in [false, true] {
-            for network in [false, true] {
-                let profile = SeccompProfile { exec, network };
+        for (exec, network, observe) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
+            {
+                let profile = SeccompProfile { exec, network, observe };
                 let f = SeccompFilters::build(profile).unwrap();
                 for (program, violation) in [(&f.notify, RET_USER_NOTIF), (&f.trap, RET_TRAP)] {
                     for nr in 0..1024u32 {
@@ -545,7 +572,7 @@ mod tests {
 
     #[test]
     fn argument_rules_follow_the_table() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
+        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
@@ -589,8 +616,24 @@ mod tests {
     }
 
     #[test]
+    fn learning_reports_allowed_file_calls_and_keeps_violations() {
+        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true }).unwrap();
+        let run = |nr: libc::c_long| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
+        let trap = |nr: libc::c_long| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
+        for nr in [libc::SYS_openat, libc::SYS_open, libc::SYS_mkdir, libc::SYS_creat] {
+            assert_eq!(run(nr), RET_USER_NOTIF);
+            assert_eq!(trap(nr), RET_ALLOW, "no listener: nothing to report to");
+        }
+        assert_eq!(run(libc::SYS_execve), RET_USER_NOTIF);
+        assert_eq!(trap(libc::SYS_execve), RET_TRAP, "still a violation without a listener");
+        assert_eq!(run(libc::SYS_read), RET_ALLOW);
+        assert_eq!(run(libc::SYS_ptrace), RET_USER_NOTIF);
+        assert_eq!(run(libc::SYS_socket), bpf::ret_errno(libc::EACCES));
+    }
+
+    #[test]
     fn one_short_program() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false }).unwrap();
+        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap();
         assert!(f.instruction_count() > 100 && f.instruction_count() < 1200, "{}", f.instruction_count());
     }
 }

@@ -413,8 +413,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// `rsandbox learn`: the profile on stdout when the code ran to the end (exit 0); the
-/// notes on stderr either way (exit 1 and nothing on stdout when it could not).
+/// `rsandbox learn`: the profile on stdout when the code ran to the end (exit 0, or 1
+/// when it made forbidden calls no profile grants); the notes on stderr either way
+/// (exit 1 and nothing on stdout when it could not run to the end).
 fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Result<u8> {
     let code = read_source(file)?;
     let config = engine.config();
@@ -423,13 +424,15 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     for note in &learned.notes {
         eprintln!("rsandbox learn: {note}");
     }
-    if !learned.succeeded {
+    // Code that ran to the end only because learning refused its forbidden calls still
+    // gets its profile (naming those calls), with exit 1.
+    if !learned.succeeded && learned.last.outcome != rsandbox::Outcome::Ok {
         return Ok(1);
     }
     // What is printed must load: checked here, not by the next reader.
     learned.profile()?;
     print!("{}", learned.to_toml());
-    Ok(0)
+    Ok(if learned.succeeded { 0 } else { 1 })
 }
 
 pub(crate) fn read_source(file: &PathBuf) -> anyhow::Result<String> {

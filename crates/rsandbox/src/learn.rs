@@ -18,11 +18,12 @@
 use crate::errors::EngineError;
 use crate::options::{EngineConfig, EvalOptions};
 use crate::profile::Profile;
-use crate::result::{EvalResult, Outcome};
+use crate::result::{EvalResult, LearningReport, Outcome};
 use crate::session::ExecuteOptions;
 use crate::Engine;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use lockdown::observe::FileAccess;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 /// Runs at most this many times (each adds what the previous one missed).
@@ -44,6 +45,9 @@ pub struct Learned {
     pub write: Vec<PathBuf>,
     /// Packages the code loaded (beyond R's base packages).
     pub packages: Vec<String>,
+    /// Forbidden system calls the code made (besides starting programs): in learning
+    /// they were refused with an error; under any profile each ends the sandbox.
+    pub refused_calls: Vec<String>,
     /// Suggested limits, with headroom.
     pub limits: SuggestedLimits,
     /// For the person reading: what was added and why, and what could not be.
@@ -73,36 +77,52 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
     let mut exec: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::new();
-    // A directory added to `write` on the guess that the code creates this file there.
-    let mut guessed_write: Option<(PathBuf, String)> = None;
+    let mut refused_calls: Vec<String> = Vec::new();
+    // Directories added to `write` on the guess that the code creates these files there.
+    let mut guessed_writes: Vec<(PathBuf, String)> = Vec::new();
     for round in 1..=MAX_ROUNDS {
-        let engine = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, ..config.clone() })?;
+        let engine = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, learning: true, ..config.clone() })?;
         let session = engine.session(options.clone(), Vec::new())?;
         let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
         let result = session.execute(code, &run)?;
-        // The guess holds only if the file now exists on the host.
-        if let Some((dir, file)) = guessed_write.take() {
+        let report = result.learning.clone().ok_or_else(|| EngineError::Setup("the sandbox did not run in learning mode".into()))?;
+        if report.truncated {
+            notes.push(format!("round {round}: more was refused than one report holds; what was left out shows in the next round"));
+        }
+        // A guess holds only if the file now exists on the host.
+        for (dir, file) in std::mem::take(&mut guessed_writes) {
             if !Path::new(&file).exists() {
                 notes.push(format!(
-                    "round {round}: {file} was still not written with write = {}: removed again (a file the code \
-                     reads but that does not exist, or a directory the sandbox's uid may not write: as root each \
-                     sandbox has a uid of its own, so give it mode 1777 or use --uid)",
+                    "round {round}: {file} was still not written with write = {}: removed again (a directory the \
+                     sandbox's uid may not write: as root each sandbox has a uid of its own, so give it mode 1777 or use --uid)",
                     dir.display()
                 ));
                 profile.write.retain(|w| *w != dir);
             }
         }
-        // A program the shell could not run need not fail the code (`system()` returns
-        // its status): run again with it.
-        let refused = (result.outcome == Outcome::Ok && extends == "compile")
-            .then(|| refused_program(&failure_text(&result)))
-            .flatten()
-            .filter(|p| !tried.contains(&p.display().to_string()));
-        if let (Outcome::Ok, None) = (result.outcome, &refused) {
+        for call in &report.refused_calls {
+            if !refused_calls.contains(call) && !EXEC_CALLS.contains(&call.as_str()) {
+                notes.push(format!("round {round}: it made the forbidden call {call}: refused with EPERM and listed (no profile grants a system call)"));
+                refused_calls.push(call.clone());
+            }
+        }
+        let (steps, skipped) = steps_from_report(&report, &mut tried, &extends, &profile);
+        notes.extend(skipped.into_iter().map(|s| format!("round {round}: {s}")));
+        if steps.is_empty() && result.outcome == Outcome::Ok {
             let loaded = session.execute("sort(loadedNamespaces())", &ExecuteOptions::default())?;
             // A package allowlist needs the private root: without namespaces, none.
             let packages = if config.namespaces { loaded_packages(&loaded.value) } else { Vec::new() };
-            notes.push(format!("ran to the end in round {round}"));
+            // Under a profile the refused calls end the sandbox instead of failing.
+            let succeeded = refused_calls.is_empty();
+            notes.push(if succeeded {
+                format!("ran to the end in round {round}")
+            } else {
+                format!(
+                    "ran to the end in round {round} only because learning answered {} with an error; under any \
+                     profile such a call ends the sandbox, so no profile lets this code run",
+                    refused_calls.join(", ")
+                )
+            });
             return Ok(Learned {
                 read: profile.read.clone(),
                 libraries: profile.libraries.clone(),
@@ -110,72 +130,77 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                 exec,
                 write: profile.write.clone(),
                 packages,
+                refused_calls,
                 limits: suggest(&result),
                 notes,
                 last: result,
-                succeeded: true,
+                succeeded,
             });
         }
-        let text = failure_text(&result);
-        let step = match refused.map(Step::Program).or_else(|| next_step(&result, &text, &tried, &extends)) {
-            Some(step) => step,
-            None => {
-                notes.push(why_not(&result, &text));
-                return Ok(Learned {
-                    read: profile.read.clone(),
-                    libraries: profile.libraries.clone(),
-                    extends,
-                    exec,
-                    write: profile.write.clone(),
-                    packages: Vec::new(),
-                    limits: SuggestedLimits::default(),
-                    notes,
-                    last: result,
-                    succeeded: false,
-                });
-            }
-        };
-        match step {
-            Step::Write(dir, file) => {
-                notes.push(format!("round {round}: it could not create {file}; added write = {} (review: the sandbox may write anything there)", dir.display()));
-                tried.insert(file.clone());
-                profile.write.push(dir.clone());
-                guessed_write = Some((dir, file));
-            }
-            Step::Read(dir, file) => {
-                notes.push(format!("round {round}: it opened {file}; added read = {} (review: every file there becomes readable)", dir.display()));
-                tried.insert(file);
-                profile.read.push(dir);
-            }
-            Step::Library(library, package) => {
-                notes.push(format!("round {round}: package {package} is in {}; added it to libraries", library.display()));
-                tried.insert(package);
-                profile.libraries.push(library);
-            }
-            Step::Compile => {
-                notes.push(format!(
-                    "round {round}: it ran a program (execve); now extends = \"compile\" (the toolchain and shell utilities may run; \
-                     review: `rsandbox check --profile compile` lists them)"
-                ));
-                // The compile profile's programs and reads, with what was learned so far.
-                let compile = Profile::compile();
-                let mut read = compile.read;
-                read.extend(profile.read.iter().filter(|p| !read.contains(p)).cloned().collect::<Vec<_>>());
-                profile = Profile { exec: compile.exec, read, ..profile };
-                extends = "compile".into();
-            }
-            Step::Program(program) => {
-                notes.push(format!("round {round}: it ran {}; added it to exec", program.display()));
-                tried.insert(program.display().to_string());
-                profile.exec.push(program.clone());
-                exec.push(program);
+        let steps = if steps.is_empty() { next_step(&result, &failure_text(&result), &tried).into_iter().collect() } else { steps };
+        if steps.is_empty() {
+            notes.push(why_not(&result, &failure_text(&result)));
+            return Ok(Learned {
+                read: profile.read.clone(),
+                libraries: profile.libraries.clone(),
+                extends,
+                exec,
+                write: profile.write.clone(),
+                packages: Vec::new(),
+                refused_calls,
+                limits: SuggestedLimits::default(),
+                notes,
+                last: result,
+                succeeded: false,
+            });
+        }
+        for step in steps {
+            match step {
+                Step::Write(dir, file) => {
+                    notes.push(format!("round {round}: it could not create {file}; added write = {} (review: the sandbox may write anything there)", dir.display()));
+                    if !profile.write.contains(&dir) {
+                        profile.write.push(dir.clone());
+                    }
+                    guessed_writes.push((dir, file));
+                }
+                Step::Read(root, file) => {
+                    notes.push(format!("round {round}: it was refused {file}; added read = {} (review: every file there becomes readable)", root.display()));
+                    profile.read.push(root);
+                }
+                Step::Library(library, package) => {
+                    tried.insert(package.clone());
+                    notes.push(format!("round {round}: package {package} is in {}; added it to libraries", library.display()));
+                    profile.libraries.push(library);
+                }
+                Step::Compile => {
+                    notes.push(format!(
+                        "round {round}: it ran a program (execve); now extends = \"compile\" (the toolchain and shell utilities may run; \
+                         review: `rsandbox check --profile compile` lists them)"
+                    ));
+                    // The compile profile's programs and reads, with what was learned so far.
+                    let compile = Profile::compile();
+                    let mut read = compile.read;
+                    read.extend(profile.read.iter().filter(|p| !read.contains(p)).cloned().collect::<Vec<_>>());
+                    profile = Profile { exec: compile.exec, read, ..profile };
+                    extends = "compile".into();
+                }
+                Step::Program(program) => {
+                    notes.push(format!("round {round}: it ran {}; added it to exec", program.display()));
+                    profile.exec.push(program.clone());
+                    exec.push(program);
+                }
             }
         }
     }
     Err(EngineError::Setup(format!("learning did not converge in {MAX_ROUNDS} runs")))
 }
 
+/// The calls that start a program: refused under a profile without programs, learned as
+/// a switch to `compile`.
+const EXEC_CALLS: [&str; 2] = ["execve", "execveat"];
+
 enum Step {
+    /// A tree (or one file) to make readable, for the file the code was refused.
     Read(PathBuf, String),
     /// A directory to make writable, for the file the code could not create there.
     Write(PathBuf, String),
@@ -184,6 +209,88 @@ enum Step {
     Compile,
     /// A program to add to `exec`.
     Program(PathBuf),
+}
+
+/// What to add for what the kernel refused (the sandbox's learning report): every
+/// refused file at once, so that a run that stops at its first refusal still converges.
+/// Only host paths that exist become reads and programs (a path that exists nowhere is
+/// the code's own error); a file refused for writing makes its directory writable,
+/// when [`crate::profile::writable_dir`] allows it. Places where secrets or kernel state
+/// live are never learned (see [`never_learned`]), and each path is tried once.
+///
+/// Returns the steps, and a note for each path not learned because of where it is.
+fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, extends: &str, profile: &Profile) -> (Vec<Step>, Vec<String>) {
+    let (mut steps, mut skipped) = (Vec::new(), Vec::new());
+    if extends != "compile" && report.refused_calls.iter().any(|c| EXEC_CALLS.contains(&c.as_str())) {
+        return (vec![Step::Compile], skipped);
+    }
+    for refused in &report.refused_files {
+        let path = Path::new(&refused.path);
+        if !tried.insert(format!("{:?} {}", refused.access, refused.path)) {
+            continue;
+        }
+        if let Some(why) = never_learned(path).filter(|_| path.exists()) {
+            skipped.push(format!("it was refused {} ({why}): not learned; add it by hand if the code needs it", refused.path));
+            continue;
+        }
+        let covered = |roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
+        match refused.access {
+            FileAccess::Read if path.exists() && !covered(&profile.read) => {
+                let root = read_root(path);
+                if !steps.iter().any(|s| matches!(s, Step::Read(r, _) if path.starts_with(r))) {
+                    steps.push(Step::Read(root, refused.path.clone()));
+                }
+            }
+            FileAccess::Write => {
+                let Some(dir) = path.parent().filter(|d| d.is_dir() && crate::profile::writable_dir(d).is_ok()) else { continue };
+                if !covered(&profile.write) && !steps.iter().any(|s| matches!(s, Step::Write(d, _) if d == dir)) {
+                    steps.push(Step::Write(dir.to_path_buf(), refused.path.clone()));
+                }
+            }
+            FileAccess::Execute => {
+                // Only a program of the system, never a file the code made.
+                let Some(program) = path.canonicalize().ok().filter(|p| p.is_file() && (p.starts_with("/usr") || p.starts_with("/bin"))) else {
+                    continue;
+                };
+                if !profile.exec.contains(&program) && !steps.iter().any(|s| matches!(s, Step::Program(p) if *p == program)) {
+                    steps.push(Step::Program(program));
+                }
+            }
+            FileAccess::Read => {}
+        }
+    }
+    (steps, skipped)
+}
+
+/// Why a refused path is never added to a profile, if it is not: kernel and runtime
+/// state, and hidden files and directories (where credentials and settings live:
+/// `~/.ssh`, `~/.aws`, `~/.Renviron`). Add such a path by hand if the code needs it.
+fn never_learned(path: &Path) -> Option<&'static str> {
+    if ["/proc", "/sys", "/dev", "/run"].iter().any(|p| path.starts_with(p)) {
+        return Some("kernel and runtime state");
+    }
+    if path.components().any(|c| matches!(c, Component::Normal(name) if name.to_string_lossy().starts_with('.'))) {
+        return Some("a hidden file or directory");
+    }
+    if ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p)) {
+        return Some("a secret of the system");
+    }
+    None
+}
+
+/// What to make readable for a refused `path`: its directory (a directory itself when
+/// it is one), so that the code's other files there come with it; the file alone when
+/// that directory is too broad to give away (`/`, a top-level directory like `/etc`, a
+/// home directory).
+fn read_root(path: &Path) -> PathBuf {
+    let dir = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+    let depth = dir.components().filter(|c| matches!(c, Component::Normal(_))).count();
+    let home = dir.parent().is_some_and(|p| p == Path::new("/home")) || dir == Path::new("/root");
+    if depth < 2 || home {
+        path.to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 /// The error, warnings and stderr of a failed run: where R names what it could not do.
@@ -201,63 +308,15 @@ fn failure_text(result: &EvalResult) -> String {
     text
 }
 
-/// What to add for the next run, if the failure says.
-fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>, extends: &str) -> Option<Step> {
-    let exec_violation = result.violation.as_ref().is_some_and(|v| v.syscall == "execve" || v.syscall == "execveat");
-    if result.outcome == Outcome::Violation && exec_violation && extends != "compile" {
-        return Some(Step::Compile);
-    }
+/// A package R could not find, when one of the caller's own R libraries has it (R looks
+/// only in its library paths, so the kernel never sees the attempt).
+fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>) -> Option<Step> {
     if result.outcome != Outcome::Error {
         return None;
     }
-    if extends == "compile" {
-        if let Some(program) = refused_program(text).filter(|p| !tried.contains(&p.display().to_string())) {
-            return Some(Step::Program(program));
-        }
-    }
-    if let Some(package) = quoted_after(text, "there is no package called ") {
-        if !tried.contains(&package) {
-            if let Some(library) = crate::profile::user_libraries().into_iter().find(|l| l.join(&package).join("DESCRIPTION").is_file()) {
-                return Some(Step::Library(library, package));
-            }
-        }
-        return None;
-    }
-    for marker in ["cannot open file ", "cannot open compressed file ", "cannot open "] {
-        if let Some(file) = quoted_after(text, marker) {
-            let path = Path::new(&file);
-            // Only host paths that exist: a relative path is the workspace's (pass it with
-            // the code), and a path that exists nowhere is the code's own error.
-            if path.is_absolute() && path.exists() && !tried.contains(&file) {
-                let dir = if path.is_dir() { path.to_path_buf() } else { path.parent()?.to_path_buf() };
-                return Some(Step::Read(dir, file));
-            }
-            // A file that does not exist in a host directory that does: the code meant to
-            // create it (or read a file that is not there: the next run tells).
-            let parent = path.parent().filter(|p| p.is_dir() && crate::profile::writable_dir(p).is_ok());
-            if let (true, Some(dir)) = (path.is_absolute() && !path.exists() && !tried.contains(&file), parent) {
-                return Some(Step::Write(dir.to_path_buf(), file));
-            }
-        }
-    }
-    None
-}
-
-/// A program the shell could not run for want of the execute right: `sh: 1: NAME:
-/// Permission denied` (dash) or `bash: NAME: Permission denied`, with NAME found in
-/// `/usr/bin` or `/bin` (only a program of the system, never a path the code chose).
-fn refused_program(text: &str) -> Option<PathBuf> {
-    for line in text.lines() {
-        let Some(head) = line.strip_suffix(": Permission denied") else { continue };
-        let name = head.rsplit(": ").next()?.trim();
-        if name.is_empty() || name.contains('/') || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)) {
-            continue;
-        }
-        if let Some(found) = ["/usr/bin", "/bin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file()) {
-            return found.canonicalize().ok();
-        }
-    }
-    None
+    let package = quoted_after(text, "there is no package called ").filter(|p| !tried.contains(p))?;
+    let library = crate::profile::user_libraries().into_iter().find(|l| l.join(&package).join("DESCRIPTION").is_file())?;
+    Some(Step::Library(library, package))
 }
 
 /// The text between the quotes after `marker` (R quotes with '…', ‘…’ or "…").
@@ -332,6 +391,12 @@ impl Learned {
         }
         if !self.packages.is_empty() {
             out.push_str(&format!("packages = [{}]\n", list(self.packages.clone())));
+        }
+        if !self.refused_calls.is_empty() {
+            out.push_str(&format!(
+                "# forbidden system calls the code made (no profile grants them; each ends the sandbox): {}\n",
+                self.refused_calls.join(", ")
+            ));
         }
         if self.succeeded {
             let l = &self.limits;

@@ -44,6 +44,11 @@ pub struct EngineConfig {
     /// The policy profile (`strict` by default): extra read paths and the package
     /// allowlist for every sandbox (its limits and preload are applied by the caller).
     pub profile: crate::profile::Profile,
+    /// Learning mode, for [`crate::learn`] only: each sandbox reports its file calls, and
+    /// a forbidden call is answered with an error and listed in the result
+    /// ([`crate::result::EvalResult::learning`]) instead of ending the sandbox
+    /// (`lockdown::observe`).
+    pub learning: bool,
 }
 
 impl EngineConfig {
@@ -73,6 +78,7 @@ impl Default for EngineConfig {
             prefork: 0,
             max_total_disk: None,
             profile: crate::profile::Profile::strict(),
+            learning: false,
         }
     }
 }

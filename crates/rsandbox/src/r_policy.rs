@@ -60,6 +60,7 @@ pub fn base_policy(workspace: &Workspace, options: &EvalOptions, config: &Engine
         violation_fd: None,
         visible_only: Vec::new(),
         nice: config.nice,
+        learning: false,
     }
 }
 
@@ -102,6 +103,7 @@ pub fn r_child_policy(
     }
     policy.keep_fds_below = 5;
     policy.violation_fd = Some(4);
+    policy.learning = config.learning;
     policy
 }
 

@@ -203,6 +203,44 @@ pub struct EvalResult {
     /// beyond the 10 000 a listing carries.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub files_truncated: bool,
+    /// Learning mode only ([`crate::options::EngineConfig::learning`]): what the code
+    /// tried that the sandbox's policy refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning: Option<LearningReport>,
+}
+
+/// What a sandbox in learning mode tried that its policy refused, as the supervisor saw
+/// it from the kernel (`lockdown::observe`): file calls the Landlock rules do not grant,
+/// and forbidden system calls (answered with `EPERM`, never executed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LearningReport {
+    /// Files and directories the code tried to read, write or run and may not, in the
+    /// order first seen, each once.
+    pub refused_files: Vec<RefusedFile>,
+    /// Forbidden system calls the code made, by name, each once.
+    pub refused_calls: Vec<String>,
+    /// More was refused than a report holds ([`LearningReport::MAX_FILES`] files).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl LearningReport {
+    /// Most refused files one report holds (the supervisor's memory is bounded whatever
+    /// the sandbox tries).
+    pub const MAX_FILES: usize = 2000;
+}
+
+/// One refused file call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RefusedFile {
+    /// The absolute path the code named (its working directory or directory fd
+    /// resolved).
+    pub path: String,
+    /// `read`, `write` or `execute`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub access: lockdown::observe::FileAccess,
 }
 
 /// A file from (or for) a sandbox's workspace.

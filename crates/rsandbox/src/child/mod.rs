@@ -161,6 +161,7 @@ impl SandboxChild {
         let (viol_ours, viol_child) = Channel::pair().map_err(EngineError::io("create the violation channel"))?;
         let (ctl, ctl_child) = UnixStream::pair().map_err(EngineError::io("create the child channel"))?;
         let stubs = tool_stubs(tools);
+        let violations = ViolationWatch::new(viol_ours, &policy);
         let fds = SpawnFds { control: ctl_child.as_fd(), stdout: out_w.as_fd(), stderr: err_w.as_fd(), violations: viol_child.as_fd() };
         let (req, events) = zygote
             .spawn(|req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs }, fds)?;
@@ -190,7 +191,7 @@ impl SandboxChild {
                 stdout: Stream::new(out_r).map_err(EngineError::io("configure the stdout pipe"))?,
                 stderr: Stream::new(err_r).map_err(EngineError::io("configure the stderr pipe"))?,
             },
-            violations: ViolationWatch::new(viol_ours),
+            violations,
             layers: lockdown::Applied {
                 namespaces: Vec::new(),
                 workspace_quota: None,
@@ -200,6 +201,7 @@ impl SandboxChild {
                 seccomp: false,
                 nice: None,
                 programs: 0,
+                learning: false,
             },
             lockdown_us: 0,
             meter: None,
@@ -220,6 +222,15 @@ impl SandboxChild {
     fn await_lockdown(&mut self, ctl: UnixStream) -> Result<lockdown::Applied, EngineError> {
         let configure = EngineError::io("configure the child channel");
         ctl.set_read_timeout(Some(SPAWN_TIMEOUT)).map_err(configure)?;
+        // Learning mode: the child's file calls wait for answers from the moment seccomp
+        // is installed, so the listener is served before the lockdown report is read. If
+        // it never comes, the report says why (or the missing listener is the error).
+        let mut listener = None;
+        if self.violations.is_learning() {
+            listener = Some(self.violations.take_listener().and_then(|()| {
+                self.violations.serve_learning(self.pidfd.as_fd()).map_err(|e| format!("cannot start the learning thread: {e}"))
+            }));
+        }
         let applied = match await_lockdown(&ctl) {
             Ok(Lockdown::Applied(applied, lockdown_us)) => {
                 self.lockdown_us = lockdown_us;
@@ -228,7 +239,7 @@ impl SandboxChild {
             Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
-        self.violations.take_listener().map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
+        listener.unwrap_or_else(|| self.violations.take_listener()).map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
         ctl.set_read_timeout(None).map_err(EngineError::io("configure the child channel"))?;
         ctl.set_nonblocking(true).map_err(EngineError::io("configure the child channel"))?;
         self.ctl = Some(ctl);
@@ -366,6 +377,9 @@ impl SandboxChild {
             }
             if pollfds[VIOLATIONS].revents != 0 {
                 self.on_violation_channel(&mut run, pollfds[VIOLATIONS].revents);
+            }
+            if let Some(why) = self.violations.learning_lost().filter(|_| run.killed.is_none()) {
+                self.stop(&mut run, KillReason::ReporterLost(why));
             }
             self.on_control(&mut run, &pollfds, &mut bridge, &mut *emit);
             if run.exited_at.is_none() && pollfds[PIDFD].revents != 0 {
@@ -685,6 +699,7 @@ impl SandboxChild {
             self.dead = true;
         }
         result.tool_call_limit_exceeded = cap_exceeded;
+        result.learning = self.violations.take_learning_report();
         result
     }
 }

@@ -68,6 +68,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         refused: false,
         files: Vec::new(),
         files_truncated: false,
+        learning: None,
     };
     if let Some(e) = o.exit {
         result.usage.cpu_ms = e.cpu_ms;

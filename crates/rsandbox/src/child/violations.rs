@@ -2,8 +2,19 @@
 //! listener delivers one notification per forbidden call. The listener is the only
 //! reporter of violations, so losing it is never silent: any failure other than a
 //! notification cancelled by its caller's death stops the sandbox.
+//!
+//! In learning mode ([`Learning`]) the listener also reports file calls, and nothing is
+//! fatal: a forbidden call is refused with `EPERM` and listed, a file call is judged
+//! against the policy's rules, listed when they refuse it, and let go on to meet them.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use crate::result::{LearningReport, RefusedFile};
+use lockdown::observe::{self, ObservedCall};
+use lockdown::seccomp::{self, Notification, Treatment};
+use lockdown::Policy;
+use std::collections::HashSet;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
 use wire::seqpacket::Channel;
 
 /// What one readiness event on the violation channel meant.
@@ -22,11 +33,61 @@ pub(crate) struct ViolationWatch {
     listener: Option<OwnedFd>,
     /// The first forbidden call reported.
     pub(crate) syscall: Option<i64>,
+    /// Learning mode: what was refused so far, until the listener arrives.
+    learning: Option<Learning>,
+    /// Learning mode, once the listener has arrived: the thread answering it.
+    served: Option<Arc<Mutex<Served>>>,
+}
+
+/// What the learning thread shares: its record, and why it stopped if it failed.
+struct Served {
+    learning: Learning,
+    lost: Option<String>,
 }
 
 impl ViolationWatch {
-    pub(crate) fn new(channel: Channel) -> ViolationWatch {
-        ViolationWatch { channel: Some(channel), listener: None, syscall: None }
+    /// A watch for a child under `policy` (in learning mode when the policy says so).
+    pub(crate) fn new(channel: Channel, policy: &Policy) -> ViolationWatch {
+        let learning = policy.learning.then(|| Learning::new(policy.clone()));
+        ViolationWatch { channel: Some(channel), listener: None, syscall: None, learning, served: None }
+    }
+
+    /// Whether this child is in learning mode.
+    pub(crate) fn is_learning(&self) -> bool {
+        self.learning.is_some() || self.served.is_some()
+    }
+
+    /// Learning mode: answer the listener on a thread of its own from now on. The child
+    /// makes file calls that must be answered before it reports being locked down and
+    /// between requests (its workspace, files put and got), when nobody polls the
+    /// listener. If answering fails, the thread kills the child through `pidfd` (fail
+    /// closed: a sandbox whose calls cannot be seen is not left running) and
+    /// [`Self::learning_lost`] says why. The thread ends when every process under the
+    /// filter is gone (the listener hangs up).
+    pub(crate) fn serve_learning(&mut self, pidfd: BorrowedFd<'_>) -> std::io::Result<()> {
+        let (Some(learning), Some(listener)) = (self.learning.take(), self.listener.take()) else {
+            return Ok(());
+        };
+        let pidfd = pidfd.try_clone_to_owned()?;
+        let served = Arc::new(Mutex::new(Served { learning, lost: None }));
+        let shared = served.clone();
+        std::thread::Builder::new().name("rsandbox-learn".into()).spawn(move || serve(listener, pidfd, &shared))?;
+        self.served = Some(served);
+        Ok(())
+    }
+
+    /// Learning mode: why answering the listener failed, if it did (the child was killed).
+    pub(crate) fn learning_lost(&self) -> Option<String> {
+        self.served.as_ref().and_then(|s| s.lock().unwrap_or_else(|p| p.into_inner()).lost.clone())
+    }
+
+    /// Learning mode: what the child was refused since the last call, and start anew.
+    pub(crate) fn take_learning_report(&mut self) -> Option<LearningReport> {
+        match (&mut self.learning, &self.served) {
+            (_, Some(served)) => Some(served.lock().unwrap_or_else(|p| p.into_inner()).learning.take()),
+            (Some(learning), None) => Some(learning.take()),
+            (None, None) => None,
+        }
     }
 
     /// Whether the listener has arrived and is still open.
@@ -68,12 +129,12 @@ impl ViolationWatch {
             self.listener = None;
             return Watch::Quiet;
         }
-        match lockdown::seccomp::receive_notification(listener.as_raw_fd()) {
+        match seccomp::receive_notification(listener.as_raw_fd()) {
             Ok(n) => {
                 self.syscall.get_or_insert(n.syscall);
                 // The caller is killed next; the refusal only unblocks it sooner, and if
                 // it fails the kill still follows.
-                if let Err(e) = lockdown::seccomp::deny_notification(listener.as_raw_fd(), n.id) {
+                if let Err(e) = seccomp::deny_notification(listener.as_raw_fd(), n.id) {
                     if e.raw_os_error() != Some(libc::ENOENT) {
                         return Watch::Lost(format!("failed to answer a seccomp notification: {e}"));
                     }
@@ -88,6 +149,122 @@ impl ViolationWatch {
     }
 }
 
+/// The learning thread: answer every notification until all processes under the filter
+/// are gone, or answering fails (then kill the child and say why).
+fn serve(listener: OwnedFd, pidfd: OwnedFd, served: &Mutex<Served>) {
+    loop {
+        let mut fd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, -1) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return lose(served, &pidfd, format!("failed to poll the seccomp listener: {e}"));
+        }
+        if fd.revents & libc::POLLIN == 0 {
+            // POLLHUP alone: every process under the filter is gone.
+            return;
+        }
+        let watch = match seccomp::receive_notification(listener.as_raw_fd()) {
+            Ok(n) => served.lock().unwrap_or_else(|p| p.into_inner()).learning.answer(listener.as_raw_fd(), &n),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Watch::Quiet,
+            Err(e) => Watch::Lost(format!("failed to receive a seccomp notification: {e}")),
+        };
+        if let Watch::Lost(why) = watch {
+            return lose(served, &pidfd, why);
+        }
+    }
+}
+
+fn lose(served: &Mutex<Served>, pidfd: &OwnedFd, why: String) {
+    served.lock().unwrap_or_else(|p| p.into_inner()).lost = Some(why);
+    // SAFETY: a valid pidfd; SIGKILL with no siginfo. If the child is already gone the
+    // call fails harmlessly (ESRCH).
+    unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0) };
+}
+
+/// Learning mode's record: the policy to judge file calls by, and what it refused.
+struct Learning {
+    policy: Policy,
+    /// File calls judged since the last report (each is judged once).
+    judged: HashSet<ObservedCall>,
+    report: LearningReport,
+}
+
+impl Learning {
+    fn new(policy: Policy) -> Learning {
+        Learning { policy, judged: HashSet::new(), report: LearningReport::default() }
+    }
+
+    fn take(&mut self) -> LearningReport {
+        self.judged.clear();
+        std::mem::take(&mut self.report)
+    }
+
+    /// Answer one notification: a file call the seccomp program allows goes on (Landlock
+    /// and the mount namespace decide it); anything else is refused with `EPERM`, never
+    /// executed, and listed. A path that cannot be read stops the sandbox: learning
+    /// blind would print a profile that looks complete and is not.
+    fn answer(&mut self, listener: RawFd, n: &Notification) -> Watch {
+        let name = seccomp::syscall_name(n.syscall).unwrap_or("unknown");
+        let runs = observe::is_observed(n.syscall)
+            && match seccomp::treatment(n.syscall) {
+                Some(Treatment::Allow) => true,
+                Some(Treatment::Exec) => !self.policy.executable.is_empty(),
+                _ => false,
+            };
+        if observe::is_observed(n.syscall) {
+            match observe::read_observed_call(n) {
+                // Still pending: the pid was the caller's while we read its memory.
+                Ok(Some(call)) if seccomp::notification_pending(listener, n.id) => self.judge(call),
+                Ok(_) => {}
+                Err(_) if !seccomp::notification_pending(listener, n.id) => {}
+                Err(e) => return Watch::Lost(format!("cannot read the path of a learning sandbox's {name} call: {e}")),
+            }
+        }
+        let answered = if runs {
+            seccomp::continue_notification(listener, n.id)
+        } else {
+            if !self.report.refused_calls.iter().any(|c| c == name) {
+                self.report.refused_calls.push(name.to_string());
+            }
+            seccomp::deny_notification(listener, n.id)
+        };
+        match answered {
+            Ok(()) => Watch::Quiet,
+            // The caller died meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Watch::Quiet,
+            Err(e) => Watch::Lost(format!("failed to answer a seccomp notification: {e}")),
+        }
+    }
+
+    fn judge(&mut self, call: ObservedCall) {
+        if self.judged.contains(&call) {
+            return;
+        }
+        if self.judged.len() >= 4 * LearningReport::MAX_FILES {
+            self.report.truncated = true;
+            return;
+        }
+        self.judged.insert(call.clone());
+        if self.policy.grants(&call.path, call.access) {
+            return;
+        }
+        if self.report.refused_files.len() >= LearningReport::MAX_FILES {
+            self.report.truncated = true;
+            return;
+        }
+        let ObservedCall { path, access } = call;
+        self.report.refused_files.push(RefusedFile { path: path_text(path), access });
+    }
+}
+
+fn path_text(path: PathBuf) -> String {
+    path.into_os_string().into_string().unwrap_or_else(|p| p.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,7 +275,7 @@ mod tests {
         // Not a seccomp listener: receiving a notification from it fails.
         let (not_a_listener, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
         theirs.send(b"L", &[not_a_listener.as_fd()]).unwrap();
-        let mut watch = ViolationWatch::new(ours);
+        let mut watch = ViolationWatch::new(ours, &Policy::default());
         watch.take_listener().unwrap();
         assert!(watch.has_listener());
         assert!(matches!(watch.service(libc::POLLIN), Watch::Lost(e) if e.contains("failed to receive")));
@@ -108,7 +285,7 @@ mod tests {
     fn a_missing_listener_is_an_error() {
         let (ours, theirs) = Channel::pair().unwrap();
         theirs.send(b"L", &[]).unwrap();
-        let mut watch = ViolationWatch::new(ours);
+        let mut watch = ViolationWatch::new(ours, &Policy::default());
         assert_eq!(watch.take_listener().unwrap_err(), "expected the seccomp listener (one fd), got 0 fds");
     }
 }
