@@ -797,13 +797,13 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(data.join("scores.csv"), "student,score\nada,91\nbob,78\ncy,85\n").unwrap();
-    // A file read but not there is first guessed a file to create, then the guess is
-    // dropped: nothing is learned for it.
+    // A file read but not there (on the host either) is the code's own error: nothing
+    // is learned for it, neither a read nor a write.
     let missing = dir.join("missing.R");
     std::fs::write(&missing, format!("read.csv('{}')", data.join("nope.csv").display())).unwrap();
     let out = rsandbox(Who::Root, &["learn", missing.to_str().unwrap()]);
     out.assert_code(1);
-    assert!(out.stdout.is_empty() && out.stderr.contains("was still not written") && out.stderr.contains("removed again"), "{out}");
+    assert!(out.stdout.is_empty() && out.stderr.contains("an error learning cannot fix") && !out.stderr.contains("added"), "{out}");
     std::fs::write(src.join("DESCRIPTION"), "Package: learnpkg\nVersion: 0.1\nTitle: T\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
     std::fs::write(src.join("NAMESPACE"), "export(grade)\n").unwrap();
     std::fs::write(src.join("R/grade.R"), "grade <- function(x) ifelse(x >= 85, 'A', 'B')\n").unwrap();
@@ -847,12 +847,13 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         }
     }
     // A compiled function: learned under the compile profile, plus the one program
-    // (`id`) that profile does not list; the learned profile then runs it.
+    // (`id`) that profile does not list (the shell's complaint goes to /dev/null: the
+    // kernel's refusal is what is seen); the learned profile then runs it.
     let file = dir.join("compiled.R");
     std::fs::write(
         &file,
         "writeLines('int f(void){return 1;}', 'f.c'); stopifnot(system('R CMD SHLIB f.c') == 0); \
-         me <- system('id -u', intern = TRUE); dyn.load(file.path(getwd(), 'f.so')); c(is.loaded('f'), nchar(me) > 0)",
+         me <- suppressWarnings(system('id -u 2>/dev/null', intern = TRUE)); dyn.load(file.path(getwd(), 'f.so')); c(is.loaded('f'), nchar(me) > 0)",
     )
     .unwrap();
     let out = rsandbox(Who::Root, &["learn", file.to_str().unwrap()]);
@@ -866,6 +867,61 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
     assert!(run.stdout.contains("TRUE TRUE"), "{run}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+both!(
+    /// `learn` sees what the kernel refused, not what R said: a read the code survives
+    /// silently is learned, and a forbidden call is refused with an error, listed, and
+    /// makes the learning fail (no profile grants it). With and without namespaces.
+    fn learn_records_what_the_kernel_refused(who) {
+        let _g = shared();
+        let dir = owned_dir(who, "learn-kernel");
+        let private = dir.join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::write(private.join("notes.txt"), "kept on the host\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for (p, mode) in [(&dir, 0o755), (&private, 0o755), (&private.join("notes.txt"), 0o644)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let notes = private.join("notes.txt").display().to_string();
+        let silent = dir.join("silent.R");
+        std::fs::write(&silent, format!("suppressWarnings(tryCatch(readLines('{notes}'), error = function(e) 'none'))")).unwrap();
+        let libc = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/lib64/libc.so.6"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("the C library");
+        let forbidden = dir.join("forbidden.R");
+        std::fs::write(&forbidden, format!("dyn.load('{libc}'); r <- .C('unshare', 0L); 'went on'")).unwrap();
+        for s in [&silent, &forbidden] {
+            std::fs::set_permissions(s, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        for namespaces in [true, false] {
+            let extra: &[&str] = if namespaces { &[] } else { &["--no-namespaces"] };
+            fn args<'a>(verb: &'a str, extra: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
+                [&[verb][..], extra, rest].concat()
+            }
+            // Without learning the code runs, and misses the file.
+            let out = rsandbox(who, &args("run", extra, &[silent.to_str().unwrap()]));
+            out.assert_code(0);
+            assert!(out.stdout.contains("none"), "{out}");
+            let out = rsandbox(who, &args("learn", extra, &[silent.to_str().unwrap()]));
+            out.assert_code(0);
+            assert!(out.stdout.contains(&format!("read = [\"{}\"]", private.display())), "{out}");
+            assert!(out.stderr.contains(&format!("it was refused {notes}")), "{out}");
+            let profile = profile_file(who, &format!("silent-{namespaces}"), &out.stdout);
+            let run = rsandbox(who, &args("run", extra, &["--profile", &profile, silent.to_str().unwrap()]));
+            run.assert_code(0);
+            assert!(run.stdout.contains("kept on the host"), "the learned profile lets it read the file:{run}");
+            // The forbidden call: refused and listed in learning, and the code went on.
+            let out = rsandbox(who, &args("learn", extra, &[forbidden.to_str().unwrap()]));
+            out.assert_code(1);
+            assert!(out.stdout.contains("# forbidden system calls the code made") && out.stdout.contains(": unshare"), "{out}");
+            assert!(out.stderr.contains("no profile lets this code run"), "{out}");
+            let run = rsandbox(who, &args("run", extra, &[forbidden.to_str().unwrap()]));
+            run.assert_code(9);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+);
 
 both!(
     /// The compile profile: `R CMD SHLIB` builds C and C++ that R then loads; a program

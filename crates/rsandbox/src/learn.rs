@@ -81,8 +81,14 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
     // Directories added to `write` on the guess that the code creates these files there.
     let mut guessed_writes: Vec<(PathBuf, String)> = Vec::new();
     for round in 1..=MAX_ROUNDS {
-        let engine = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, learning: true, ..config.clone() })?;
-        let session = engine.session(options.clone(), Vec::new())?;
+        let started = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, learning: true, ..config.clone() })
+            .and_then(|engine| engine.session(options.clone(), Vec::new()).map(|session| (engine, session)));
+        let (_engine, session) = match started {
+            Ok(started) => started,
+            // The profile as first given is the caller's to fix; one learned so far is ours.
+            Err(e) if round > 1 => return Err(EngineError::Setup(format!("{e} (with the profile learned so far: {})", notes.join("; ")))),
+            Err(e) => return Err(e),
+        };
         let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
         let result = session.execute(code, &run)?;
         let report = result.learning.clone().ok_or_else(|| EngineError::Setup("the sandbox did not run in learning mode".into()))?;
@@ -164,7 +170,8 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                     guessed_writes.push((dir, file));
                 }
                 Step::Read(root, file) => {
-                    notes.push(format!("round {round}: it was refused {file}; added read = {} (review: every file there becomes readable)", root.display()));
+                    let review = if root.is_dir() { " (review: every file there becomes readable)" } else { "" };
+                    notes.push(format!("round {round}: it was refused {file}; added read = {}{review}", root.display()));
                     profile.read.push(root);
                 }
                 Step::Library(library, package) => {
@@ -226,34 +233,47 @@ fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, exte
     }
     for refused in &report.refused_files {
         let path = Path::new(&refused.path);
-        if !tried.insert(format!("{:?} {}", refused.access, refused.path)) {
+        // Kernel and runtime state (/proc, /sys, /dev, /run): probed by R, shells and
+        // libc on every run, needed by none of them, never learned.
+        if KERNEL_STATE.iter().any(|p| path.starts_with(p)) || !tried.insert(format!("{:?} {}", refused.access, refused.path)) {
             continue;
         }
-        if let Some(why) = never_learned(path).filter(|_| path.exists()) {
-            skipped.push(format!("it was refused {} ({why}): not learned; add it by hand if the code needs it", refused.path));
+        // Landlock judges the file a path leads to (a link into /etc is judged in /etc):
+        // so is what is learned.
+        let target = match refused.access {
+            FileAccess::Write => path.parent().and_then(|d| d.canonicalize().ok()).zip(path.file_name()).map(|(d, n)| d.join(n)),
+            FileAccess::Read | FileAccess::Execute => path.canonicalize().ok(),
+        };
+        // A path that exists nowhere on the host is the code's own error.
+        let Some(target) = target else { continue };
+        if let Some(why) = never_learned(&target) {
+            skipped.push(format!("it was refused {} ({why}): not learned; add it by hand if the code needs it", target.display()));
             continue;
         }
-        let covered = |roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
+        let covered = |roots: &[PathBuf]| roots.iter().any(|r| target.starts_with(r));
         match refused.access {
-            FileAccess::Read if path.exists() && !covered(&profile.read) => {
-                let root = read_root(path);
-                if !steps.iter().any(|s| matches!(s, Step::Read(r, _) if path.starts_with(r))) {
-                    steps.push(Step::Read(root, refused.path.clone()));
+            FileAccess::Read if !covered(&profile.read) => {
+                if steps.iter().any(|s| matches!(s, Step::Read(r, _) if target.starts_with(r))) {
+                    continue;
+                }
+                match read_root(&target) {
+                    Some(root) => steps.push(Step::Read(root, refused.path.clone())),
+                    None => skipped.push(format!("it was refused the directory {} (too broad to give away): not learned", target.display())),
                 }
             }
             FileAccess::Write => {
-                let Some(dir) = path.parent().filter(|d| d.is_dir() && crate::profile::writable_dir(d).is_ok()) else { continue };
+                let Some(dir) = target.parent().filter(|d| d.is_dir() && crate::profile::writable_dir(d).is_ok()) else { continue };
                 if !covered(&profile.write) && !steps.iter().any(|s| matches!(s, Step::Write(d, _) if d == dir)) {
                     steps.push(Step::Write(dir.to_path_buf(), refused.path.clone()));
                 }
             }
             FileAccess::Execute => {
                 // Only a program of the system, never a file the code made.
-                let Some(program) = path.canonicalize().ok().filter(|p| p.is_file() && (p.starts_with("/usr") || p.starts_with("/bin"))) else {
+                if !(target.is_file() && (target.starts_with("/usr") || target.starts_with("/bin"))) {
                     continue;
-                };
-                if !profile.exec.contains(&program) && !steps.iter().any(|s| matches!(s, Step::Program(p) if *p == program)) {
-                    steps.push(Step::Program(program));
+                }
+                if !profile.exec.contains(&target) && !steps.iter().any(|s| matches!(s, Step::Program(p) if *p == target)) {
+                    steps.push(Step::Program(target));
                 }
             }
             FileAccess::Read => {}
@@ -262,35 +282,37 @@ fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, exte
     (steps, skipped)
 }
 
-/// Why a refused path is never added to a profile, if it is not: kernel and runtime
-/// state, and hidden files and directories (where credentials and settings live:
-/// `~/.ssh`, `~/.aws`, `~/.Renviron`). Add such a path by hand if the code needs it.
+/// Trees of kernel and runtime state: never learned, and not worth a note.
+const KERNEL_STATE: [&str; 4] = ["/proc", "/sys", "/dev", "/run"];
+
+/// Why a refused path is never added to a profile, if it is not: hidden files and
+/// directories (where credentials and settings live: `~/.ssh`, `~/.aws`, `~/.Renviron`),
+/// and the host's accounts and secrets (a sandbox's uid is in neither). Add such a path
+/// by hand if the code needs it.
 fn never_learned(path: &Path) -> Option<&'static str> {
-    if ["/proc", "/sys", "/dev", "/run"].iter().any(|p| path.starts_with(p)) {
-        return Some("kernel and runtime state");
-    }
     if path.components().any(|c| matches!(c, Component::Normal(name) if name.to_string_lossy().starts_with('.'))) {
         return Some("a hidden file or directory");
     }
-    if ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p)) {
-        return Some("a secret of the system");
+    if ["/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p)) {
+        return Some("the host's accounts");
     }
     None
 }
 
-/// What to make readable for a refused `path`: its directory (a directory itself when
-/// it is one), so that the code's other files there come with it; the file alone when
-/// that directory is too broad to give away (`/`, a top-level directory like `/etc`, a
-/// home directory).
-fn read_root(path: &Path) -> PathBuf {
-    let dir = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
-    let depth = dir.components().filter(|c| matches!(c, Component::Normal(_))).count();
-    let home = dir.parent().is_some_and(|p| p == Path::new("/home")) || dir == Path::new("/root");
-    if depth < 2 || home {
-        path.to_path_buf()
-    } else {
-        dir.to_path_buf()
+/// What to make readable for a refused `path` (resolved): its directory (itself when it
+/// is one), so that the code's other files there come with it; the file alone when that
+/// directory is too broad to give away (`/`, a top-level directory like `/etc`, a home
+/// directory); nothing for such a directory itself.
+fn read_root(path: &Path) -> Option<PathBuf> {
+    let broad = |dir: &Path| {
+        let depth = dir.components().filter(|c| matches!(c, Component::Normal(_))).count();
+        depth < 2 || dir.parent() == Some(Path::new("/home")) || dir == Path::new("/root")
+    };
+    if path.is_dir() {
+        return (!broad(path)).then(|| path.to_path_buf());
     }
+    let dir = path.parent()?;
+    Some(if broad(dir) { path.to_path_buf() } else { dir.to_path_buf() })
 }
 
 /// The error, warnings and stderr of a failed run: where R names what it could not do.
