@@ -57,6 +57,28 @@ both!(
 );
 
 both!(
+    /// `learn` under a container runtime's seccomp profile (with `--no-namespaces`): the
+    /// supervisor still reads the paths the sandbox was refused.
+    fn learn_sees_refused_files_in_a_container(who) {
+        let _g = shared();
+        let dir = owned_dir(who, "container-learn");
+        let data = dir.join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("n.txt"), "seen\n").unwrap();
+        let script = dir.join("job.R");
+        std::fs::write(&script, format!("suppressWarnings(tryCatch(readLines('{}/n.txt'), error = function(e) 'none'))", data.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for (p, mode) in [(&dir, 0o755), (&data, 0o755), (&data.join("n.txt"), 0o644), (&script, 0o644)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let out = rsandbox_in(Place::ContainerDefault, who, &["learn", "--no-namespaces", script.to_str().unwrap()], &[], None);
+        out.assert_code(0);
+        assert!(out.stdout.contains(&format!("read = [\"{}\"]", data.display())), "{out}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+);
+
+both!(
     fn check_says_what_an_evaluation_gets(who) {
         let _g = shared();
         let out = rsandbox_in(Place::ContainerDefault, who, &["check", "--json"], &[], None);

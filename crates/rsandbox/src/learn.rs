@@ -2,18 +2,16 @@
 //! write down what it needed, as a profile that lets it run (RAppArmor's "complain"
 //! mode, without strace or the kernel's audit log).
 //!
-//! How it observes: the code runs in a session of a sandbox under the profile learned
-//! so far. When it fails on a host file it could not open, the file's directory is added
-//! to `read` and the code runs again (a file it could not create in an existing host
-//! directory adds that directory to `write`, kept only if the next run creates it); a package that is not there is looked for in the
-//! caller's own R libraries and that library added. Code that runs a program (the
-//! sandbox is ended for `execve`) is learned again under the `compile` profile; a
-//! program that profile does not list (the shell says `NAME: Permission denied`) is
-//! added to `exec`. What R loaded, and the peak of time, CPU and memory, come from the
-//! successful run. What a profile cannot grant (network, writing outside the workspace,
-//! other forbidden calls) ends the learning with a note naming it. Only what R and the
-//! shell report is seen: a file native code fails to open without saying so is not
-//! learned.
+//! How it observes: the code runs in a session of a sandbox in learning mode
+//! (`lockdown::observe`) under the profile learned so far. The kernel's refusals come
+//! back in the result ([`LearningReport`]): every file the Landlock rules refused (to
+//! read, write or run), and every forbidden call, answered with `EPERM` instead of
+//! ending the sandbox. Everything refused is added at once ([`steps_from_report`]) and
+//! the code runs again, until nothing is refused and it runs to the end. A package that
+//! is not there is looked for in the caller's own R libraries (from R's message: R
+//! looks only in its library paths, so the kernel never sees that attempt). What R
+//! loaded, and the peak of time, CPU and memory, come from the successful run. A
+//! forbidden call no profile grants is listed, and makes the learning fail.
 
 use crate::errors::EngineError;
 use crate::options::{EngineConfig, EvalOptions};
