@@ -66,5 +66,10 @@ step "Docker-like profile: eval (refused, names the option)" 11 "${run[@]}" --se
 step "Docker-like profile: check --no-namespaces" 0 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev check --no-namespaces
 step "Docker-like profile: eval --no-namespaces" 0 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev eval --no-namespaces 'sum(1:10)'
 step "Docker-like profile: system('id') --no-namespaces" 9 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev eval --no-namespaces "system('id')"
+# Learning reads the sandbox's paths from /proc/PID/mem; podman's profile refuses
+# process_vm_readv without CAP_SYS_PTRACE.
+job="suppressWarnings(tryCatch(readLines('/etc/hostname'), error = function(e) 'none'))"
+step "podman default profile: learn (prints read = [\"/etc/hostname\"])" 0 "${run[@]}" -i localhost/rsandbox:dev learn - <<<"$job"
+step "Docker-like profile: learn --no-namespaces" 0 "${run[@]}" -i --security-opt seccomp="$profile" localhost/rsandbox:dev learn --no-namespaces - <<<"$job"
 echo "container-check: $([ $status = 0 ] && echo passed || echo FAILED)"
 exit $status

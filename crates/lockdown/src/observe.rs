@@ -22,7 +22,9 @@ use crate::policy::Policy;
 use crate::seccomp::Notification;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
+use std::fs::File;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// What a file call wants of its path.
@@ -98,8 +100,8 @@ const PATH_MAX: usize = 4096;
 /// Read the path and access of an observed file call from the caller, before answering
 /// it. `Ok(None)`: not an observed call, or a path relative to something this cannot
 /// name (then nothing is learned of it). Needs the right to read the caller's memory
-/// (`process_vm_readv`): the holder is root, or the caller stays dumpable, which
-/// learning mode arranges.
+/// (ptrace's): the holder is root, or the caller stays dumpable, which learning mode
+/// arranges.
 ///
 /// The caller may change its memory while this reads it: the answer describes what it
 /// asked, not what the kernel will do (see [`Policy::grants`]). The caller's pid is
@@ -111,13 +113,16 @@ pub fn read_observed_call(notification: &Notification) -> std::io::Result<Option
     };
     let pid = notification.pid as libc::pid_t;
     let args = notification.args;
-    let raw = read_c_string(pid, args[call.path])?;
+    // /proc/PID/mem rather than process_vm_readv: a container runtime's seccomp profile
+    // refuses the latter without CAP_SYS_PTRACE, and both need the same right.
+    let mem = File::open(format!("/proc/{pid}/mem"))?;
+    let raw = read_c_string(&mem, args[call.path])?;
     let access = match call.access {
         AccessFrom::Always(access) => access,
         AccessFrom::OpenFlags(i) => open_access(args[i] as i32),
         AccessFrom::OpenHow(i) => {
             let mut flags = [0u8; 8];
-            read_memory(pid, args[i], &mut flags)?;
+            read_memory(&mem, args[i], &mut flags)?;
             open_access(u64::from_ne_bytes(flags) as i32)
         }
     };
@@ -148,16 +153,16 @@ fn open_access(flags: i32) -> FileAccess {
     }
 }
 
-/// A NUL-terminated string at `address` in `pid`, read page by page (the string may end
+/// A NUL-terminated string at `address` in `mem`, read page by page (the string may end
 /// just before an unmapped page).
-fn read_c_string(pid: libc::pid_t, address: u64) -> std::io::Result<Vec<u8>> {
+fn read_c_string(mem: &File, address: u64) -> std::io::Result<Vec<u8>> {
     const PAGE: u64 = 4096;
     let mut out = Vec::new();
     let mut at = address;
     while out.len() < PATH_MAX {
         let chunk = ((PAGE - at % PAGE) as usize).min(PATH_MAX - out.len());
         let mut buf = vec![0u8; chunk];
-        read_memory(pid, at, &mut buf)?;
+        read_memory(mem, at, &mut buf)?;
         if let Some(end) = buf.iter().position(|b| *b == 0) {
             out.extend_from_slice(&buf[..end]);
             return Ok(out);
@@ -168,18 +173,9 @@ fn read_c_string(pid: libc::pid_t, address: u64) -> std::io::Result<Vec<u8>> {
     Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG))
 }
 
-/// Fill `buf` from `address` in `pid`'s memory.
-fn read_memory(pid: libc::pid_t, address: u64, buf: &mut [u8]) -> std::io::Result<()> {
-    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: buf.len() };
-    // SAFETY: `local` describes `buf`, writable for its length; the remote address is
-    // only read by the kernel, in the other process, and checked there.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    match n {
-        -1 => Err(std::io::Error::last_os_error()),
-        n if n as usize == buf.len() => Ok(()),
-        _ => Err(std::io::Error::from_raw_os_error(libc::EFAULT)),
-    }
+/// Fill `buf` from `address` in the memory `mem` (`/proc/PID/mem`) opens.
+fn read_memory(mem: &File, address: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    mem.read_exact_at(buf, address)
 }
 
 impl Policy {
@@ -257,10 +253,11 @@ mod tests {
         let mut buf = vec![b'a'; 3 * 4096];
         let start = 4096 - (buf.as_ptr() as usize % 4096) + 4090;
         buf[start + 8] = 0;
-        let got = read_c_string(std::process::id() as i32, buf.as_ptr() as u64 + start as u64).unwrap();
+        let mem = File::open("/proc/self/mem").unwrap();
+        let got = read_c_string(&mem, buf.as_ptr() as u64 + start as u64).unwrap();
         assert_eq!(got, vec![b'a'; 8]);
         let too_long = vec![b'b'; PATH_MAX + 10];
-        let err = read_c_string(std::process::id() as i32, too_long.as_ptr() as u64).unwrap_err();
+        let err = read_c_string(&mem, too_long.as_ptr() as u64).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENAMETOOLONG));
     }
 }

@@ -241,6 +241,13 @@ mod tests {
     }
 
     #[test]
+    fn learning_needs_a_listener() {
+        let p = Policy { learning: true, ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::LearningWithoutListener)));
+        Policy { learning: true, violation_fd: Some(4), ..Policy::default() }.validate().unwrap();
+    }
+
+    #[test]
     fn unknown_fields_are_refused() {
         let err = serde_json::from_str::<Limits>(r#"{"memroy": 5}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `memroy`"), "{err}");

@@ -442,4 +442,72 @@ mod tests {
         assert_eq!(quoted_after("cannot open file \"a b\"", "cannot open file ").as_deref(), Some("a b"));
         assert_eq!(quoted_after("nothing here", "cannot open file "), None);
     }
+
+    fn refused(path: &str, access: FileAccess) -> crate::result::RefusedFile {
+        crate::result::RefusedFile { path: path.into(), access }
+    }
+
+    #[test]
+    fn what_is_refused_becomes_steps_and_what_is_not_to_be_learned_stays_out() {
+        let dir = std::env::temp_dir().join(format!("rsandbox-learn-unit-{}", std::process::id()));
+        let (data, out) = (dir.join("data"), dir.join("out"));
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(data.join("a.csv"), "x").unwrap();
+        std::fs::write(data.join("b.csv"), "y").unwrap();
+        std::os::unix::fs::symlink(data.join("a.csv"), out.join("link.csv")).unwrap();
+        let p = |p: &Path| p.display().to_string();
+        let report = LearningReport {
+            refused_files: vec![
+                refused(&p(&data.join("a.csv")), FileAccess::Read),
+                // Covered by the directory the first one adds.
+                refused(&p(&data.join("b.csv")), FileAccess::Read),
+                // Judged where the link leads.
+                refused(&p(&out.join("link.csv")), FileAccess::Read),
+                refused(&p(&out.join("new.txt")), FileAccess::Write),
+                // Exists nowhere: the code's own error.
+                refused(&p(&dir.join("none/x.csv")), FileAccess::Read),
+                refused("/proc/self/maps", FileAccess::Read),
+                refused("/etc/passwd", FileAccess::Read),
+                refused("/", FileAccess::Read),
+                refused("/usr/bin/env", FileAccess::Execute),
+                refused(&p(&data.join("a.csv")), FileAccess::Execute),
+            ],
+            refused_calls: Vec::new(),
+            truncated: false,
+        };
+        let mut tried = BTreeSet::new();
+        let (steps, skipped) = steps_from_report(&report, &mut tried, "compile", &Profile::strict());
+        let described: Vec<String> = steps
+            .iter()
+            .map(|s| match s {
+                Step::Read(root, _) => format!("read {}", root.display()),
+                Step::Write(dir, _) => format!("write {}", dir.display()),
+                Step::Program(p) => format!("exec {}", p.display()),
+                Step::Library(..) | Step::Compile => "other".into(),
+            })
+            .collect();
+        let data = data.canonicalize().unwrap();
+        let out = out.canonicalize().unwrap();
+        assert_eq!(described, vec![format!("read {}", data.display()), format!("write {}", out.display()), "exec /usr/bin/env".into()]);
+        assert!(skipped.iter().any(|s| s.contains("/etc/passwd (the host's accounts)")), "{skipped:?}");
+        assert!(skipped.iter().any(|s| s.contains("the directory / (too broad")), "{skipped:?}");
+        assert!(!skipped.iter().any(|s| s.contains("/proc")), "kernel state is skipped quietly: {skipped:?}");
+        // Each path is considered once.
+        assert!(steps_from_report(&report, &mut tried, "compile", &Profile::strict()).0.is_empty());
+        // Under a profile without programs, running one means learning under compile.
+        let exec = LearningReport { refused_calls: vec!["execve".into()], ..LearningReport::default() };
+        assert!(matches!(steps_from_report(&exec, &mut BTreeSet::new(), "strict", &Profile::strict()).0[..], [Step::Compile]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn broad_directories_are_learned_file_by_file() {
+        assert_eq!(read_root(Path::new("/etc/hostname")), Some(PathBuf::from("/etc/hostname")));
+        assert_eq!(read_root(Path::new("/etc")), None);
+        assert_eq!(read_root(Path::new("/")), None);
+        assert_eq!(read_root(Path::new("/usr/share/zoneinfo")), Some(PathBuf::from("/usr/share/zoneinfo")));
+        assert_eq!(never_learned(Path::new("/home/ada/.ssh/id_ed25519")), Some("a hidden file or directory"));
+        assert_eq!(never_learned(Path::new("/srv/data/x.csv")), None);
+    }
 }

@@ -227,7 +227,7 @@ impl SandboxChild {
         // it never comes, the report says why (or the missing listener is the error).
         let mut listener = None;
         if self.violations.is_learning() {
-            listener = Some(self.violations.take_listener().and_then(|()| {
+            listener = Some(self.violations.take_listener(SPAWN_TIMEOUT).and_then(|()| {
                 self.violations.serve_learning(self.pidfd.as_fd()).map_err(|e| format!("cannot start the learning thread: {e}"))
             }));
         }
@@ -239,7 +239,7 @@ impl SandboxChild {
             Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
-        listener.unwrap_or_else(|| self.violations.take_listener()).map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
+        listener.unwrap_or_else(|| self.violations.take_listener(SPAWN_TIMEOUT)).map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
         ctl.set_read_timeout(None).map_err(EngineError::io("configure the child channel"))?;
         ctl.set_nonblocking(true).map_err(EngineError::io("configure the child channel"))?;
         self.ctl = Some(ctl);

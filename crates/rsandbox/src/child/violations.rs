@@ -106,8 +106,16 @@ impl ViolationWatch {
 
     /// Receive the listener the child sends while installing seccomp (it arrives
     /// before the child reports `locked_down`).
-    pub(crate) fn take_listener(&mut self) -> Result<(), String> {
+    /// Waits at most `timeout` for it (the child may hang before it installs seccomp).
+    pub(crate) fn take_listener(&mut self, timeout: std::time::Duration) -> Result<(), String> {
         let channel = self.channel.take().ok_or("the violation channel was already used")?;
+        let mut fd = libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        match unsafe { libc::poll(&mut fd, 1, timeout.as_millis().min(i32::MAX as u128) as i32) } {
+            0 => return Err(format!("the child sent no seccomp listener within {} s", timeout.as_secs())),
+            n if n < 0 => return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error())),
+            _ => {}
+        }
         match channel.recv() {
             Ok(Some((_, mut fds))) if fds.len() == 1 => {
                 self.listener = fds.pop();
@@ -276,7 +284,7 @@ mod tests {
         let (not_a_listener, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
         theirs.send(b"L", &[not_a_listener.as_fd()]).unwrap();
         let mut watch = ViolationWatch::new(ours, &Policy::default());
-        watch.take_listener().unwrap();
+        watch.take_listener(std::time::Duration::from_secs(1)).unwrap();
         assert!(watch.has_listener());
         assert!(matches!(watch.service(libc::POLLIN), Watch::Lost(e) if e.contains("failed to receive")));
     }
@@ -286,6 +294,6 @@ mod tests {
         let (ours, theirs) = Channel::pair().unwrap();
         theirs.send(b"L", &[]).unwrap();
         let mut watch = ViolationWatch::new(ours, &Policy::default());
-        assert_eq!(watch.take_listener().unwrap_err(), "expected the seccomp listener (one fd), got 0 fds");
+        assert_eq!(watch.take_listener(std::time::Duration::from_secs(1)).unwrap_err(), "expected the seccomp listener (one fd), got 0 fds");
     }
 }
