@@ -19,6 +19,7 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use rsandbox::{Engine, EngineError, EvalOptions, EvalResult, ExecuteOptions, Outcome, Session};
 use serde::Deserialize;
@@ -534,7 +535,29 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
     result
 }
 
-#[tool_handler]
+/// What run_r's description says of programs under a profile without `exec`.
+const NO_PROGRAMS: &str = "cannot run programs (system() ends the session)";
+
+impl McpServer {
+    /// The tools, with run_r's description telling the truth about programs under this
+    /// server's profile (a `#[tool]` description is fixed at compile time).
+    fn router(&self) -> ToolRouter<McpServer> {
+        let mut router = Self::tool_router();
+        let profile = &self.registry.engine.config().profile;
+        if let (false, Some(route)) = (profile.exec.is_empty(), router.map.get_mut("run_r")) {
+            if let Some(description) = &route.attr.description {
+                let programs = format!(
+                    "may run only the programs its {} profile lists, such as the compiler (others fail to start)",
+                    profile.name
+                );
+                route.attr.description = Some(description.replace(NO_PROGRAMS, &programs).into());
+            }
+        }
+        router
+    }
+}
+
+#[tool_handler(router = self.router())]
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerInfo {
         let profile = &self.registry.engine.config().profile;
@@ -679,4 +702,16 @@ async fn authorize(tokens: &Option<crate::auth::Tokens>, request: axum::extract:
         }
     }
     next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_r_says_it_cannot_run_programs_in_the_words_the_router_replaces() {
+        let router = McpServer::tool_router();
+        let description = router.get("run_r").and_then(|t| t.description.clone()).unwrap_or_default();
+        assert!(description.contains(NO_PROGRAMS), "{description}");
+    }
 }

@@ -244,7 +244,7 @@ mod tests {
     fn learning_needs_a_listener() {
         let p = Policy { learning: true, ..Policy::default() };
         assert!(matches!(p.validate(), Err(PolicyError::LearningWithoutListener)));
-        Policy { learning: true, violation_fd: Some(4), ..Policy::default() }.validate().unwrap();
+        Policy { learning: true, violation_fd: Some(4), keep_fds_below: 5, ..Policy::default() }.validate().unwrap();
     }
 
     #[test]

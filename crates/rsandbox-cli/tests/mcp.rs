@@ -42,6 +42,14 @@ fn an_mcp_client_runs_r_through_every_tool() {
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
 }
 
+/// Under `--profile compile` the server tells the model which programs may run, and
+/// they do (and others do not).
+#[test]
+fn under_the_compile_profile_the_server_says_which_programs_run() {
+    let stdout = run_python(&[script("profile_checks.py").to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 2, "every check ran:\n{stdout}");
+}
+
 /// The same ten checks over streamable HTTP, against `rsandbox mcp --http 127.0.0.1:0`.
 #[test]
 fn the_same_checks_pass_over_streamable_http() {
