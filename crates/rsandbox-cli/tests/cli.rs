@@ -541,7 +541,8 @@ both!(
         println!("exec sleep with --timeout 1 as {who:?}: {:.3} s", out.elapsed.as_secs_f64());
         out.assert_code(3);
         assert!(out.stderr.contains("timeout"), "{out}");
-        assert!(out.elapsed < Duration::from_secs(2), "took {:?}:{out}", out.elapsed);
+        // Cut short: the program would sleep 10 s (not a timing assert; the margin is wide).
+        assert!(out.elapsed < Duration::from_secs(9), "took {:?}:{out}", out.elapsed);
         assert_no_sandbox_processes(who, &out);
     }
 );

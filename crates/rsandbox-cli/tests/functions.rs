@@ -18,7 +18,7 @@ fn profile(who: Who) -> String {
     let dir = std::env::temp_dir().join(format!("rsandbox-functions-{}-{who:?}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("calc.toml");
-    std::fs::write(&path, "functions = [\"arithmetic\", \"data-frames\", \"plotting\"]\n").unwrap();
+    std::fs::write(&path, "functions = [\"arithmetic\", \"data-frames\", \"plotting\", \"models\"]\n").unwrap();
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     std::fs::set_permissions(&dir, mode).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
@@ -39,6 +39,14 @@ const LEGIT: &[(&str, &str, &str)] = &[
     ("tapply by group", "as.numeric(tapply(c(1, 2, 3, 4), c('a', 'b', 'a', 'b'), sum))", "[4,6]"),
     ("a plot", "plot(1:10, main = 'ok'); 'drawn'", "\"drawn\""),
     ("state in a session-like sequence", "x <- 1:10; x <- x[x %% 2 == 0]; length(x)", "5"),
+    // Formula methods build `stats::model.frame(...)` and evaluate it in the user's
+    // environment: the allowlist's guarded `::` reaches model.frame.
+    ("aggregate with a formula", "df <- data.frame(g = c('x', 'y', 'x'), v = 1:3); aggregate(v ~ g, data = df, FUN = mean)$v", "[2,2]"),
+    ("a boxplot of a formula", "df <- data.frame(y = c(1, 5, 2, 6), g = c('a', 'b', 'a', 'b')); boxplot(y ~ g, data = df); 'drawn'", "\"drawn\""),
+    ("a linear model", "df <- data.frame(x = 1:6, y = c(2.1, 3.9, 6.2, 7.8, 10.1, 12.2)); fit <- lm(y ~ x, data = df); round(coef(fit)[['x']], 2)", "2.02"),
+    ("a t test of a formula", "df <- data.frame(y = c(2.1, 3.9, 6.2, 7.8, 10.1, 12.2), g = rep(c('a', 'b'), 3)); round(t.test(y ~ g, data = df)$p.value, 4)", "0.6112"),
+    ("write.csv to the workspace", "write.csv(data.frame(a = 1:2), 'a.csv', row.names = FALSE); nrow(read.csv('a.csv'))", "2"),
+    ("a logistic model", "df <- data.frame(x = 1:6, k = c(0, 0, 1, 0, 1, 1)); fit <- glm(k ~ x, data = df, family = binomial); round(coef(fit)[[2]], 1)", "1.2"),
 ];
 
 both!(

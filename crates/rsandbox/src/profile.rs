@@ -83,6 +83,11 @@ pub const FUNCTION_SETS: &[(&str, &[&str])] = &[
     ("plotting", &[
         "plot", "hist", "barplot", "boxplot", "lines", "points", "abline", "legend", "title", "par", "text", "axis",
     ]),
+    ("models", &[
+        "~", "lm", "glm", "aov", "anova", "coef", "residuals", "fitted", "predict", "confint", "summary", "formula",
+        "binomial", "poisson", "gaussian", "t.test", "wilcox.test", "chisq.test", "cor", "cor.test", "quantile", "scale",
+        "xtabs", "nrow",
+    ]),
 ];
 
 /// The programs of the built-in `compile` profile, looked up in `/usr/bin` and `/bin`

@@ -226,9 +226,9 @@ pub struct LearningReport {
 }
 
 impl LearningReport {
-    /// Most refused files one report holds (the supervisor's memory is bounded whatever
-    /// the sandbox tries).
-    pub const MAX_FILES: usize = 2000;
+    /// Most refused files one report holds (paths are at most 4 KiB: the supervisor's
+    /// memory stays bounded whatever the sandbox tries).
+    pub const MAX_FILES: usize = 1000;
 }
 
 /// One refused file call.

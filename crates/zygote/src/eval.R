@@ -791,6 +791,32 @@ rsandbox_restore <- function(file) {
   if (is.null(.rsb_state$user_env)) globalenv() else .rsb_state$user_env
 }
 
+# What allowed R functions call by building `pkg::name(...)` and evaluating it
+# where the user's code runs: model.frame for the modelling functions (lm, glm,
+# aov, the formula methods of t.test, aggregate, boxplot, xtabs, ...), which only
+# evaluates the formula's variables, there; write.table for write.csv, which
+# does no more than write.csv itself.
+.rsb_plumbing <- c("model.frame", "model.frame.default", "write.table")
+
+# A `::` for the allowlist's environment: `pkg::name` only for the allowed
+# functions and the plumbing above, so that a modelling function's own call
+# works while a name by string (`"::"("base", "system")`) still reaches nothing.
+# Its enclosure is the base environment (whose parent is empty), not the
+# global environment.
+.rsb_guarded_colons <- function(reachable) {
+  enclosure <- new.env(parent = baseenv())
+  enclosure$reachable <- reachable
+  colons <- function(pkg, name) {
+    pkg <- as.character(substitute(pkg))
+    name <- as.character(substitute(name))
+    if (length(pkg) != 1L || length(name) != 1L || !(name %in% reachable))
+      stop(sprintf("%s::%s is not in the function allowlist", paste(pkg, collapse = ""), paste(name, collapse = "")), call. = FALSE)
+    getExportedValue(pkg, name)
+  }
+  environment(colons) <- enclosure
+  colons
+}
+
 # `names`: one per line. Set once per child; the profile does not change.
 rsandbox_allow <- function(names) {
   if (!is.null(.rsb_state$allowed)) return(invisible(character()))
@@ -806,6 +832,7 @@ rsandbox_allow <- function(names) {
     tools <- as.environment("rsandbox:tools")
     for (name in ls(tools, all.names = TRUE)) assign(name, get(name, envir = tools), envir = allowed)
   }
+  assign("::", .rsb_guarded_colons(c(ls(allowed, all.names = TRUE), .rsb_plumbing)), envir = allowed)
   lockEnvironment(allowed, bindings = TRUE)
   .rsb_state$allowed <- c(ls(allowed, all.names = TRUE))
   .rsb_state$user_env <- new.env(parent = allowed)

@@ -12,6 +12,7 @@ use lockdown::observe::{self, ObservedCall};
 use lockdown::seccomp::{self, Notification, Treatment};
 use lockdown::Policy;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
@@ -193,11 +194,15 @@ fn lose(served: &Mutex<Served>, pidfd: &OwnedFd, why: String) {
     unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0) };
 }
 
+/// Most distinct file calls judged per report (8 bytes each).
+const MAX_JUDGED: usize = 100_000;
+
 /// Learning mode's record: the policy to judge file calls by, and what it refused.
 struct Learning {
     policy: Policy,
-    /// File calls judged since the last report (each is judged once).
-    judged: HashSet<ObservedCall>,
+    /// Hashes of the file calls judged since the last report (each is judged once; a
+    /// hash, so that what the sandbox makes the supervisor keep stays small).
+    judged: HashSet<u64>,
     report: LearningReport,
 }
 
@@ -249,14 +254,19 @@ impl Learning {
     }
 
     fn judge(&mut self, call: ObservedCall) {
-        if self.judged.contains(&call) {
+        let key = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            call.hash(&mut hasher);
+            hasher.finish()
+        };
+        if self.judged.contains(&key) {
             return;
         }
-        if self.judged.len() >= 4 * LearningReport::MAX_FILES {
+        if self.judged.len() >= MAX_JUDGED {
             self.report.truncated = true;
             return;
         }
-        self.judged.insert(call.clone());
+        self.judged.insert(key);
         if self.policy.grants(&call.path, call.access) {
             return;
         }
