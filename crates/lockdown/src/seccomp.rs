@@ -545,27 +545,25 @@ mod tests {
     fn the_program_gives_every_number_its_treatment() {
         let samples = argument_samples();
         for (exec, network, observe) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
-            {
-                let profile = SeccompProfile { exec, network, observe };
-                let f = SeccompFilters::build(profile).unwrap();
-                for (program, violation) in [(&f.notify, RET_USER_NOTIF), (&f.trap, RET_TRAP)] {
-                    for nr in 0..1024u32 {
-                        for args in &samples {
-                            let got = bpf::run(program, bpf::AUDIT_ARCH, nr, *args).0;
-                            let want = expected(profile, nr, *args, violation);
-                            assert_eq!(got, want, "nr {nr} {:?} args {args:x?} under {profile:?}", syscall_name(nr as i64));
-                        }
+            let profile = SeccompProfile { exec, network, observe };
+            let f = SeccompFilters::build(profile).unwrap();
+            for (program, violation) in [(&f.notify, RET_USER_NOTIF), (&f.trap, RET_TRAP)] {
+                for nr in 0..1024u32 {
+                    for args in &samples {
+                        let got = bpf::run(program, bpf::AUDIT_ARCH, nr, *args).0;
+                        let want = expected(profile, nr, *args, violation);
+                        assert_eq!(got, want, "nr {nr} {:?} args {args:x?} under {profile:?}", syscall_name(nr as i64));
                     }
-                    // Another architecture, or an x32 call, is killed before any lookup.
-                    assert_eq!(bpf::run(program, 0x4000_0003, 0, [0; 6]).0, bpf::RET_KILL_PROCESS);
-                    #[cfg(target_arch = "x86_64")]
-                    for nr in (0x4000_0000u32..=0x4000_0000 + 1023).chain([0x7fff_ffff, 0xbfff_ffff]) {
-                        assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, nr, [0; 6]).0, bpf::RET_KILL_PROCESS, "x32 {nr:#x}");
-                    }
-                    // -1 is no call at all (the kernel's "skip"): libseccomp answers the
-                    // default, ENOSYS, which is what the kernel would answer.
-                    assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, u32::MAX, [0; 6]).0, bpf::ret_errno(libc::ENOSYS));
                 }
+                // Another architecture, or an x32 call, is killed before any lookup.
+                assert_eq!(bpf::run(program, 0x4000_0003, 0, [0; 6]).0, bpf::RET_KILL_PROCESS);
+                #[cfg(target_arch = "x86_64")]
+                for nr in (0x4000_0000u32..=0x4000_0000 + 1023).chain([0x7fff_ffff, 0xbfff_ffff]) {
+                    assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, nr, [0; 6]).0, bpf::RET_KILL_PROCESS, "x32 {nr:#x}");
+                }
+                // -1 is no call at all (the kernel's "skip"): libseccomp answers the
+                // default, ENOSYS, which is what the kernel would answer.
+                assert_eq!(bpf::run(program, bpf::AUDIT_ARCH, u32::MAX, [0; 6]).0, bpf::ret_errno(libc::ENOSYS));
             }
         }
     }

@@ -81,11 +81,17 @@ value_or_condition <- function(response) {
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param files Named character vector of host paths to place in the workspace under
 #'   their names, e.g. \code{c("data.csv" = "~/data.csv")}.
+#' @param profile The policy profile: a built-in one (\code{"strict"}, the default;
+#'   \code{"base"}; \code{"compile"}) or a TOML file (read paths, programs, packages,
+#'   a function allowlist, limits: see the rsandbox README). Each profile is served by
+#'   a server of its own.
 #' @return The value (see Details of \code{\link{sandbox_session}}); an
-#'   \code{rsandbox_error} condition when the code fails or a limit is reached.
+#'   \code{rsandbox_error} condition when the code fails or a limit is reached
+#'   (\code{rsandbox_input_error} when a function allowlist refuses the code, or the
+#'   profile itself is wrong).
 #' @export
-rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL) {
-  server <- default_server()
+rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL, profile = NULL) {
+  server <- server_for(profile_args(profile))
   request <- list(op = "eval", code = code_text(code), timeout = timeout)
   if (length(limits)) request$limits <- unclass(limits)
   if (length(files)) {
@@ -98,7 +104,28 @@ rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files =
 
 .state <- new.env(parent = emptyenv())
 
-default_server <- function() {
-  if (is.null(.state$server) || !.state$server$is_alive()) .state$server <- Server$new()
-  .state$server
+default_server <- function() server_for(character())
+
+# The server started with these command-line arguments: one per distinct set (a
+# profile is fixed for a server's life), started on first use and again if it died.
+server_for <- function(args) {
+  if (is.null(.state$servers)) .state$servers <- new.env(parent = emptyenv())
+  key <- if (length(args)) paste(args, collapse = "\n") else "default"
+  server <- .state$servers[[key]]
+  if (is.null(server) || !server$is_alive()) {
+    server <- Server$new(args)
+    assign(key, server, envir = .state$servers)
+  }
+  server
+}
+
+# `--profile` for a profile name or file; a file by its absolute path, since the
+# server need not share this session's working directory.
+profile_args <- function(profile) {
+  if (is.null(profile)) return(character())
+  if (!is.character(profile) || length(profile) != 1L || !nzchar(profile)) {
+    stop(rsandbox_condition("rsandbox_input_error", "profile must be one profile name or file path", state_kept = NA))
+  }
+  if (file.exists(profile)) profile <- normalizePath(profile)
+  c("--profile", profile)
 }

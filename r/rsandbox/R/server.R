@@ -74,6 +74,15 @@ Server <- R6::R6Class("rsandbox_server",
 
     is_alive = function() !is.null(self$process) && self$process$is_alive(),
 
+    # Why the server is gone, as a condition: what it last said. Exit status 2 is the
+    # command's "bad input" (a profile that does not load, an unknown option).
+    exited = function() {
+      said <- paste(utils::tail(readLines(self$stderr_file, warn = FALSE), 5), collapse = " ")
+      status <- if (is.null(self$process)) NA else self$process$get_exit_status()
+      class <- if (identical(status, 2L)) "rsandbox_input_error" else "rsandbox_crash"
+      rsandbox_condition(class, paste("the rsandbox server exited:", said), state_kept = FALSE)
+    },
+
     close = function() {
       if (!is.null(self$process)) {
         # End of input is the server's signal to finish (it exits within milliseconds);
@@ -91,9 +100,7 @@ Server <- R6::R6Class("rsandbox_server",
 
     # Send a request (an `id` is added); returns the id.
     send = function(request, on_output = NULL) {
-      if (!self$is_alive()) {
-        stop(rsandbox_condition("rsandbox_crash", "the rsandbox server is not running", state_kept = FALSE))
-      }
+      if (!self$is_alive()) stop(self$exited())
       self$next_id <- self$next_id + 1L
       id <- self$next_id
       request$id <- id
@@ -143,11 +150,7 @@ Server <- R6::R6Class("rsandbox_server",
           self$close()
           stop(rsandbox_condition("rsandbox_crash", "the rsandbox server sent an oversized line", state_kept = FALSE))
         }
-        if (!self$is_alive() && !self$process$is_incomplete_output()) {
-          stop(rsandbox_condition("rsandbox_crash",
-            paste("the rsandbox server exited:", paste(utils::tail(readLines(self$stderr_file, warn = FALSE), 5), collapse = " ")),
-            state_kept = FALSE))
-        }
+        if (!self$is_alive() && !self$process$is_incomplete_output()) stop(self$exited())
         ready <- self$process$poll_io(max(1L, as.integer(timeout * 1000)))
         if (ready[["output"]] == "timeout") return(NULL)
         chunk <- self$process$read_output()

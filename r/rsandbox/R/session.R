@@ -14,6 +14,7 @@
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param preload Packages to attach in the session before the first execute.
 #' @param audit_log A file for JSONL audit records (a server of its own).
+#' @param profile The policy profile, as for \code{\link{rsandbox_eval}}.
 #' @param restore A \code{$snapshot()} of another session to start from (loaded inside
 #'   the new sandbox; never read in this R process).
 #' @return An R6 object: \code{$execute(code, timeout = 30, output_handler = NULL,
@@ -23,20 +24,22 @@
 #'   \code{$restart()}, \code{$is_alive()}, \code{$close()}.
 #' @export
 sandbox_session <- function(tools = list(), limits = sandbox_limits(), preload = character(), audit_log = NULL,
-                            restore = NULL) {
-  Session$new(tools = tools, limits = limits, preload = preload, audit_log = audit_log, restore = restore)
+                            restore = NULL, profile = NULL) {
+  Session$new(tools = tools, limits = limits, preload = preload, audit_log = audit_log, restore = restore,
+              profile = profile)
 }
 
 Session <- R6::R6Class("rsandbox_session",
   public = list(
     id = NULL,
     initialize = function(tools = list(), limits = sandbox_limits(), preload = character(), audit_log = NULL,
-                          server = NULL, restore = NULL) {
+                          server = NULL, restore = NULL, profile = NULL) {
       private$tools <- lapply(tools, as_tool)
       names(private$tools) <- vapply(private$tools, function(t) t$name, character(1))
       private$limits <- limits
       private$preload <- preload
-      private$server <- server %||% if (is.null(audit_log)) default_server() else Server$new(c("--audit-log", audit_log))
+      private$server <- server %||% if (is.null(audit_log)) server_for(profile_args(profile))
+        else Server$new(c("--audit-log", audit_log, profile_args(profile)))
       private$open(restore)
     },
 
@@ -131,19 +134,19 @@ Session <- R6::R6Class("rsandbox_session",
 #' A pool of sandboxed sessions
 #'
 #' @param size Sessions, served concurrently by one server.
-#' @param tools,limits As for \code{\link{sandbox_session}}.
+#' @param tools,limits,profile As for \code{\link{sandbox_session}}.
 #' @return An R6 object: \code{$execute(code, timeout = 30)} (a free session, state
 #'   reset afterwards), \code{$execute_all(codes, timeout)} (concurrently),
 #'   \code{$status()}, \code{$close()}.
 #' @export
-sandbox_pool <- function(size = 2, tools = list(), limits = sandbox_limits()) {
-  Pool$new(size, tools, limits)
+sandbox_pool <- function(size = 2, tools = list(), limits = sandbox_limits(), profile = NULL) {
+  Pool$new(size, tools, limits, profile)
 }
 
 Pool <- R6::R6Class("rsandbox_pool",
   public = list(
-    initialize = function(size, tools, limits) {
-      private$server <- Server$new()
+    initialize = function(size, tools, limits, profile = NULL) {
+      private$server <- Server$new(profile_args(profile))
       private$tools <- tools
       private$limits <- limits
       private$sessions <- lapply(seq_len(size), function(i) Session$new(tools, limits, server = private$server))

@@ -14,8 +14,8 @@ use lockdown::Policy;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use wire::seqpacket::Channel;
 
 /// What one readiness event on the violation channel meant.
@@ -106,8 +106,8 @@ impl ViolationWatch {
     }
 
     /// Receive the listener the child sends while installing seccomp (it arrives
-    /// before the child reports `locked_down`).
-    /// Waits at most `timeout` for it (the child may hang before it installs seccomp).
+    /// before the child reports `locked_down`), waiting at most `timeout` for it (the
+    /// child may hang before it installs seccomp).
     pub(crate) fn take_listener(&mut self, timeout: std::time::Duration) -> Result<(), String> {
         let channel = self.channel.take().ok_or("the violation channel was already used")?;
         let mut fd = libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
