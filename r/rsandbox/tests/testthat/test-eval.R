@@ -91,7 +91,7 @@ test_that("a profile is chosen per call: built-in or a TOML file, and a bad one 
   v <- tryCatch(rsandbox_eval("system('gcc --version')"), rsandbox_error = function(e) e)
   expect_s3_class(v, "rsandbox_violation")
   grading <- tempfile(fileext = ".toml")
-  writeLines('functions = ["arithmetic", "models"]', grading)
+  writeLines('functions = ["arithmetic", "data-frames", "models"]', grading)
   fit <- rsandbox_eval("d <- data.frame(x = 1:4, y = c(2, 4, 6, 8)); coef(lm(y ~ x, data = d))[[2]]", profile = grading)
   expect_equal(as.numeric(fit), 2)
   refused <- tryCatch(rsandbox_eval("system('id')", profile = grading), rsandbox_error = function(e) e)
