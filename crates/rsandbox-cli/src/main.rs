@@ -151,10 +151,12 @@ enum Command {
         #[command(flatten)]
         engine: EngineArgs,
     },
-    /// Run trusted code and print a profile (TOML, on stdout) that lets it run: the
-    /// host directories it read, the R libraries and packages it used, and limits with
-    /// headroom; notes on stderr. Nothing is written anywhere:
-    /// `rsandbox learn job.R > job.toml`, then `rsandbox run --profile job.toml job.R`.
+    /// Run trusted code and print a profile (TOML, on stdout) that lets it run, learned
+    /// from what the kernel refused it: the host files it read and wrote, the programs
+    /// it ran, the R libraries and packages it used, the forbidden calls it made (no
+    /// profile grants those: exit 1), and limits with headroom; notes on stderr.
+    /// Nothing is written anywhere: `rsandbox learn job.R > job.toml`, then
+    /// `rsandbox run --profile job.toml job.R`.
     Learn {
         /// The R file.
         file: PathBuf,
@@ -291,8 +293,9 @@ pub(crate) struct EngineArgs {
     /// daemon (also `RSANDBOX_NO_DAEMON=1`).
     #[arg(long)]
     pub(crate) no_daemon: bool,
-    /// The policy profile: the built-in `strict` (the default) or a TOML file (extra
-    /// read paths, a package allowlist, limits, preload; see the README).
+    /// The policy profile: a built-in one (`strict`, the default; `base`; `compile`) or
+    /// a TOML file (read and write paths, programs, a package allowlist, a function
+    /// allowlist, limits, preload; see the README).
     #[arg(long, value_name = "NAME|FILE", value_parser = load_profile)]
     profile: Option<Profile>,
     /// As root: run every sandbox as this uid (default: a fresh uid per sandbox, which
