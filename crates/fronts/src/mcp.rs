@@ -496,11 +496,12 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
         }),
         Outcome::Timeout => Some(format!("Stopped: the code ran past its time limit of {timeout_s} s. {kept}")),
         Outcome::Interrupted => Some(format!("Stopped: the code was interrupted. {kept}")),
-        Outcome::Violation => Some(format!(
-            "Stopped: the code made a forbidden system call ({}); the sandbox cannot run programs or reach the \
-             network. {kept}",
-            r.violation.as_ref().map_or("unknown", |v| v.syscall.as_str())
-        )),
+        Outcome::Violation => {
+            let call = r.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
+            // Under a profile with programs, execve is no violation: another call was.
+            let why = if call.starts_with("execve") { "this sandbox cannot run programs" } else { "the sandbox never allows it" };
+            Some(format!("Stopped: the code made a forbidden system call ({call}): {why}. {kept}"))
+        }
         Outcome::MemoryLimit => Some(format!("Stopped: the memory limit was reached. {kept}")),
         Outcome::CpuLimit => Some(format!("Stopped: the CPU time limit was reached. {kept}")),
         Outcome::OutputLimit => Some(format!("Stopped: the code printed more than the output limit. {kept}")),
