@@ -166,7 +166,8 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     }
     privileges::drop_privileges(identity)?;
     // A learning sandbox stays dumpable: an unprivileged supervisor reads the paths of
-    // its file calls from its memory (see `observe`).
+    // its file calls from its memory (see `observe`). Started as root it is not: the
+    // identity switch cleared the flag, and root's supervisor needs none.
     if !policy.learning {
         process::make_non_dumpable()?;
     }

@@ -92,9 +92,9 @@ pub struct Policy {
     pub nice: Option<i32>,
     /// Learning mode (`rsandbox learn`, see [`crate::observe`]): file calls are reported
     /// on the violation listener too, and its holder answers forbidden calls (with an
-    /// error: they are still never executed) instead of ending the sandbox. The process
-    /// stays dumpable, so that an unprivileged holder can read the paths. Needs
-    /// `violation_fd`.
+    /// error: they are still never executed) instead of ending the sandbox. Started by
+    /// an ordinary user the process stays dumpable, so that the holder (that user) can
+    /// read the paths. Needs `violation_fd`.
     #[serde(default)]
     pub learning: bool,
 }

@@ -1356,6 +1356,7 @@ both_callers!(
     apply_private_root,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
+    apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing,
     command_spawn_runs_a_program_from_a_single_threaded_caller,
 );
 
@@ -1541,6 +1542,70 @@ fn apply_reports_violations_over_violation_fd(caller: Caller) {
     deny_one_unshare(listener, child.pid);
     unsafe { libc::close(listener) };
     assert_eq!(child.wait(), Outcome::Passed);
+}
+
+/// Learning mode: the supervisor hears of each file call with its path, and lets it go
+/// on; going on grants nothing (Landlock still refuses a file outside the policy), and a
+/// forbidden call is refused with `EPERM` instead of ending the process. Started by a
+/// user, the process stays dumpable (that user's supervisor reads the paths from its
+/// memory).
+fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let secret = PathBuf::from("/tmp").join(unique_name("lockdown-learning-secret"));
+    fs::write(&secret, "not for the sandbox\n").unwrap();
+    fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let mut policy = realistic_policy(caller, &ws);
+    policy.keep_fds_below = 4;
+    policy.violation_fd = Some(3);
+    policy.learning = true;
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (supervisor, sandbox_end) = UnixStream::pair().unwrap();
+    let report_fd = sandbox_end.as_raw_fd();
+    let (child_policy, secret_c, created) = (policy.clone(), secret.clone(), ws.rw().join("created"));
+    let created_c = created.clone();
+    let child = spawn(caller, move || {
+        expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
+        let applied = apply(&child_policy, &filters, parent)?;
+        check_eq("Applied::learning", applied.learning, true)?;
+        // As root the identity switch already cleared it, and root's supervisor needs none.
+        check_eq("dumpable", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, if caller == Caller::Root { 0 } else { 1 })?;
+        expect_io_errno("open the secret", fs::File::open(&secret_c), libc::EACCES)?;
+        io_ok("create in the workspace", fs::write(&created_c, "made\n"))?;
+        expect_errno("unshare(CLONE_NEWNET)", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
+    });
+    drop(sandbox_end);
+    let listener = match receive_fd(&supervisor) {
+        Ok(fd) => fd,
+        Err(e) => panic!("no seccomp listener received ({e}); the child: {:?}", child.wait()),
+    };
+    // Answer as the supervisor does until every process under the filter is gone.
+    let (mut seen, mut refused_calls) = (Vec::new(), Vec::new());
+    loop {
+        let mut poll = libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 };
+        assert_eq!(unsafe { libc::poll(&mut poll, 1, 10_000) }, 1, "the child went quiet without exiting");
+        if poll.revents & libc::POLLIN == 0 {
+            break;
+        }
+        let Ok(n) = seccomp::receive_notification(listener) else { continue };
+        if lockdown::observe::is_observed(n.syscall) {
+            if let Ok(Some(call)) = lockdown::observe::read_observed_call(&n) {
+                seen.push((call.path.clone(), call.access, policy.grants(&call.path, call.access)));
+            }
+            let _ = seccomp::continue_notification(listener, n.id);
+        } else {
+            refused_calls.push(seccomp::syscall_name(n.syscall).unwrap_or("unknown"));
+            let _ = seccomp::deny_notification(listener, n.id);
+        }
+    }
+    unsafe { libc::close(listener) };
+    assert_eq!(child.wait(), Outcome::Passed);
+    use lockdown::observe::FileAccess;
+    assert!(seen.contains(&(secret.clone(), FileAccess::Read, false)), "the refused read was reported: {seen:?}");
+    assert!(seen.contains(&(created.clone(), FileAccess::Write, true)), "the granted write was reported: {seen:?}");
+    assert_eq!(refused_calls, vec!["unshare"]);
+    assert_eq!(fs::read_to_string(&created).unwrap(), "made\n");
+    fs::remove_file(&secret).ok();
 }
 
 /// Root without `run_as` is refused before anything changes.
