@@ -1565,6 +1565,7 @@ fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(calle
     let (child_policy, secret_c, created) = (policy.clone(), secret.clone(), ws.rw().join("created"));
     let created_c = created.clone();
     let child = spawn(caller, move || {
+        // SAFETY: both fds are open in this child (the socket end is inherited).
         expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
         let applied = apply(&child_policy, &filters, parent)?;
         check_eq("Applied::learning", applied.learning, true)?;
@@ -1572,6 +1573,7 @@ fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(calle
         check_eq("dumpable", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, if caller == Caller::Root { 0 } else { 1 })?;
         expect_io_errno("open the secret", fs::File::open(&secret_c), libc::EACCES)?;
         io_ok("create in the workspace", fs::write(&created_c, "made\n"))?;
+        // SAFETY: unshare takes flags only; seccomp answers it before the kernel runs it.
         expect_errno("unshare(CLONE_NEWNET)", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
     });
     drop(sandbox_end);
@@ -1579,25 +1581,37 @@ fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(calle
         Ok(fd) => fd,
         Err(e) => panic!("no seccomp listener received ({e}); the child: {:?}", child.wait()),
     };
+    // A notification whose caller died meanwhile is gone (ENOENT); anything else is a bug.
+    let answered = |result: io::Result<()>| match result {
+        Err(e) if e.raw_os_error() != Some(libc::ENOENT) => panic!("answering a notification: {e}"),
+        _ => {}
+    };
     // Answer as the supervisor does until every process under the filter is gone.
     let (mut seen, mut refused_calls) = (Vec::new(), Vec::new());
     loop {
         let mut poll = libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, for the duration of the call.
         assert_eq!(unsafe { libc::poll(&mut poll, 1, 10_000) }, 1, "the child went quiet without exiting");
         if poll.revents & libc::POLLIN == 0 {
             break;
         }
-        let Ok(n) = seccomp::receive_notification(listener) else { continue };
+        let n = match seccomp::receive_notification(listener) {
+            Ok(n) => n,
+            // Its caller died before we looked.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => panic!("receiving a notification: {e}"),
+        };
         if lockdown::observe::is_observed(n.syscall) {
-            if let Ok(Some(call)) = lockdown::observe::read_observed_call(&n) {
+            if let Some(call) = lockdown::observe::read_observed_call(&n).expect("the path of a pending call") {
                 seen.push((call.path.clone(), call.access, policy.grants(&call.path, call.access)));
             }
-            let _ = seccomp::continue_notification(listener, n.id);
+            answered(seccomp::continue_notification(listener, n.id));
         } else {
             refused_calls.push(seccomp::syscall_name(n.syscall).unwrap_or("unknown"));
-            let _ = seccomp::deny_notification(listener, n.id);
+            answered(seccomp::deny_notification(listener, n.id));
         }
     }
+    // SAFETY: closing the listener we received and own.
     unsafe { libc::close(listener) };
     assert_eq!(child.wait(), Outcome::Passed);
     use lockdown::observe::FileAccess;
@@ -1605,7 +1619,7 @@ fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(calle
     assert!(seen.contains(&(created.clone(), FileAccess::Write, true)), "the granted write was reported: {seen:?}");
     assert_eq!(refused_calls, vec!["unshare"]);
     assert_eq!(fs::read_to_string(&created).unwrap(), "made\n");
-    fs::remove_file(&secret).ok();
+    fs::remove_file(&secret).unwrap();
 }
 
 /// Root without `run_as` is refused before anything changes.

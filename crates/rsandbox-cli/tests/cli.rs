@@ -879,10 +879,6 @@ both!(
         let private = dir.join("private");
         std::fs::create_dir(&private).unwrap();
         std::fs::write(private.join("notes.txt"), "kept on the host\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        for (p, mode) in [(&dir, 0o755), (&private, 0o755), (&private.join("notes.txt"), 0o644)] {
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
         let notes = private.join("notes.txt").display().to_string();
         let silent = dir.join("silent.R");
         std::fs::write(&silent, format!("suppressWarnings(tryCatch(readLines('{notes}'), error = function(e) 'none'))")).unwrap();
@@ -892,9 +888,7 @@ both!(
             .expect("the C library");
         let forbidden = dir.join("forbidden.R");
         std::fs::write(&forbidden, format!("dyn.load('{libc}'); r <- .C('unshare', 0L); 'went on'")).unwrap();
-        for s in [&silent, &forbidden] {
-            std::fs::set_permissions(s, std::fs::Permissions::from_mode(0o644)).unwrap();
-        }
+        set_modes(&[(&dir, 0o755), (&private, 0o755), (&private.join("notes.txt"), 0o644), (&silent, 0o644), (&forbidden, 0o644)]);
         for namespaces in [true, false] {
             let extra: &[&str] = if namespaces { &[] } else { &["--no-namespaces"] };
             fn args<'a>(verb: &'a str, extra: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
@@ -970,12 +964,7 @@ both!(
         std::fs::create_dir_all(&out).unwrap();
         std::fs::write(data.join("in.txt"), "from the host\n").unwrap();
         // As root each sandbox has a uid of its own: the directory must let it write.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        for d in [&dir, &data] {
-            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        std::fs::set_permissions(data.join("in.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        set_modes(&[(&out, 0o1777), (&dir, 0o755), (&data, 0o755), (&data.join("in.txt"), 0o644)]);
         let (data_s, out_s) = (data.display().to_string(), out.display().to_string());
         let profile = profile_file(who, "writer", &format!("read = [\"{data_s}\"]\nwrite = [\"{out_s}\"]\n"));
         let code = format!(

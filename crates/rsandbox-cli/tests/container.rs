@@ -67,10 +67,7 @@ both!(
         std::fs::write(data.join("n.txt"), "seen\n").unwrap();
         let script = dir.join("job.R");
         std::fs::write(&script, format!("suppressWarnings(tryCatch(readLines('{}/n.txt'), error = function(e) 'none'))", data.display())).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        for (p, mode) in [(&dir, 0o755), (&data, 0o755), (&data.join("n.txt"), 0o644), (&script, 0o644)] {
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
+        set_modes(&[(&dir, 0o755), (&data, 0o755), (&data.join("n.txt"), 0o644), (&script, 0o644)]);
         let out = rsandbox_in(Place::ContainerDefault, who, &["learn", "--no-namespaces", script.to_str().unwrap()], &[], None);
         out.assert_code(0);
         assert!(out.stdout.contains(&format!("read = [\"{}\"]", data.display())), "{out}");

@@ -112,6 +112,9 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
         }
         let (steps, skipped) = steps_from_report(&report, &mut tried, &extends, &profile);
         notes.extend(skipped.into_iter().map(|s| format!("round {round}: {s}")));
+        // Ran to the end with nothing refused, or failed in a way nothing can fix: done,
+        // with the packages, limits and verdict of that ending.
+        let mut ending = None;
         if steps.is_empty() && result.outcome == Outcome::Ok {
             let loaded = session.execute("sort(loadedNamespaces())", &ExecuteOptions::default())?;
             // A package allowlist needs the private root: without namespaces, none.
@@ -127,35 +130,26 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                     refused_calls.join(", ")
                 )
             });
+            ending = Some((packages, suggest(&result), succeeded));
+        }
+        let steps = if ending.is_none() && steps.is_empty() { next_step(&result, &failure_text(&result), &tried).into_iter().collect() } else { steps };
+        if ending.is_none() && steps.is_empty() {
+            notes.push(why_not(&result, &failure_text(&result)));
+            ending = Some((Vec::new(), SuggestedLimits::default(), false));
+        }
+        if let Some((packages, limits, succeeded)) = ending {
             return Ok(Learned {
-                read: profile.read.clone(),
-                libraries: profile.libraries.clone(),
+                read: profile.read,
+                libraries: profile.libraries,
                 extends,
                 exec,
-                write: profile.write.clone(),
+                write: profile.write,
                 packages,
                 refused_calls,
-                limits: suggest(&result),
+                limits,
                 notes,
                 last: result,
                 succeeded,
-            });
-        }
-        let steps = if steps.is_empty() { next_step(&result, &failure_text(&result), &tried).into_iter().collect() } else { steps };
-        if steps.is_empty() {
-            notes.push(why_not(&result, &failure_text(&result)));
-            return Ok(Learned {
-                read: profile.read.clone(),
-                libraries: profile.libraries.clone(),
-                extends,
-                exec,
-                write: profile.write.clone(),
-                packages: Vec::new(),
-                refused_calls,
-                limits: SuggestedLimits::default(),
-                notes,
-                last: result,
-                succeeded: false,
             });
         }
         for step in steps {

@@ -579,6 +579,16 @@ pub fn assert_outcome(out: &Output, json: &Value, outcome: &str, code: i32) {
     out.assert_code(code);
 }
 
+/// Give each path its mode (say, 0o755 directories and 0o644 files, so that a sandbox
+/// of another uid may read them).
+#[allow(dead_code)] // not every test binary uses it
+pub fn set_modes(paths: &[(&std::path::Path, u32)]) {
+    use std::os::unix::fs::PermissionsExt;
+    for (path, mode) in paths {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode)).unwrap();
+    }
+}
+
 /// A fresh directory `who` owns (removed first if it exists).
 pub fn owned_dir(who: Who, name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("rsandbox-cli-test-{name}-{who:?}-{}", std::process::id()));
