@@ -161,7 +161,7 @@ fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool, echo: bool
         Err("code contains a NUL byte".to_string())
     } else {
         let flag = |on: bool| if on { "1" } else { "0" };
-        r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy(), flag(stream), flag(echo)])
+        interruptible(|| r.call("rsandbox_eval", &[code, &plot_dir.to_string_lossy(), flag(stream), flag(echo)]))
             .map_err(|e| e.to_string())
             .and_then(|out| out.into_iter().next().ok_or_else(|| "rsandbox_eval returned nothing".into()))
     };
@@ -326,10 +326,28 @@ fn restore_signals() -> io::Result<()> {
     Ok(())
 }
 
+/// Whether user code is being evaluated: a SIGINT outside an evaluation (one that
+/// arrives as the evaluation ends) is dropped, or R would raise it inside the next request.
+static EVALUATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 extern "C" fn on_sigint(_: libc::c_int) {
-    // SAFETY: a plain store to R's flag; R reads it on its own thread at its next
-    // interrupt check (this process has no other thread running R).
-    unsafe { r_api::R_interrupts_pending = 1 };
+    if EVALUATING.load(std::sync::atomic::Ordering::SeqCst) {
+        // SAFETY: a plain store to R's flag; R reads it on its own thread at its next
+        // interrupt check (this process has no other thread running R).
+        unsafe { r_api::R_interrupts_pending = 1 };
+    }
+}
+
+/// Run `f` (an evaluation of user code) with interrupts delivered; afterwards no
+/// interrupt stays pending.
+fn interruptible<T>(f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::Ordering::SeqCst;
+    EVALUATING.store(true, SeqCst);
+    let out = f();
+    EVALUATING.store(false, SeqCst);
+    // SAFETY: R's own thread, between evaluations; the handler no longer stores.
+    unsafe { r_api::R_interrupts_pending = 0 };
+    out
 }
 
 /// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.

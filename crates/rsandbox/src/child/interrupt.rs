@@ -19,6 +19,9 @@ struct Inner {
     /// Wakes the supervisor's poll loop.
     wake: OwnedFd,
     requested: AtomicBool,
+    /// Whether an execute is running. An idle child is never signalled: R would keep the
+    /// interrupt pending and raise it inside the next request instead.
+    running: AtomicBool,
 }
 
 impl Interrupter {
@@ -31,11 +34,15 @@ impl Interrupter {
         }
         // SAFETY: the kernel just created this fd for us.
         let wake = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(Interrupter { inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false) }) })
+        Ok(Interrupter { inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false), running: AtomicBool::new(false) }) })
     }
 
-    /// Interrupt the running evaluation. `false` when the process is gone.
+    /// Interrupt the running evaluation. `false` when nothing runs (an idle session:
+    /// nothing is signalled, and the next execute is not affected) or the process is gone.
     pub fn interrupt(&self) -> bool {
+        if !self.inner.running.load(Ordering::SeqCst) {
+            return false;
+        }
         self.inner.requested.store(true, Ordering::SeqCst);
         let one = 1u64.to_ne_bytes();
         // SAFETY: an 8-byte write to our eventfd; EAGAIN (counter full) still wakes.
@@ -52,6 +59,13 @@ impl Interrupter {
         rc == 0
     }
 
+    /// Mark the span of one execute: interrupts are delivered only while the returned
+    /// guard lives.
+    pub(crate) fn running(&self) -> Running {
+        self.inner.running.store(true, Ordering::SeqCst);
+        Running(self.clone())
+    }
+
     /// The fd to poll for requests.
     pub(crate) fn wake_fd(&self) -> i32 {
         self.inner.wake.as_raw_fd()
@@ -63,5 +77,14 @@ impl Interrupter {
         // SAFETY: an 8-byte read from our non-blocking eventfd.
         unsafe { libc::read(self.inner.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         self.inner.requested.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// An execute in progress (see [`Interrupter::running`]); dropping it ends the span.
+pub(crate) struct Running(Interrupter);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.inner.running.store(false, Ordering::SeqCst);
     }
 }

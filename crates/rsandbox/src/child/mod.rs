@@ -358,6 +358,8 @@ impl SandboxChild {
         };
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
+        // Interrupts reach the child only while this request runs, whichever way it ends.
+        let _running = self.interrupter.running();
         let mut bridge = ToolBridge {
             tools: request.tools,
             max_calls: request.max_tool_calls,
