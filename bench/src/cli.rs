@@ -66,6 +66,10 @@ impl Cfg {
 
     /// The stem of the result files: `latest`, or `only-P1-M` for a partial run.
     pub fn results_stem(&self) -> String {
-        if self.only.is_empty() { "latest".into() } else { format!("only-{}", self.only.join("-")) }
+        if self.only.is_empty() {
+            "latest".into()
+        } else {
+            format!("only-{}", self.only.join("-"))
+        }
     }
 }

@@ -117,7 +117,9 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
         timed(&mut server, json!({"op": "eval", "code": "1+1"}))
     })];
     match &peers.rscript {
-        Ok(()) => runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
+        Ok(()) => {
+            runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])]))
+        }
         Err(e) => report.skip("S1", "Rscript --vanilla", e),
     }
     interleave(report, "S1", "ms", cfg.n, runners);
@@ -135,8 +137,12 @@ pub fn s2(cfg: &Cfg, report: &mut Report, cli: &Path) {
     let server = std::cell::RefCell::new(server);
     let runners = vec![
         runner("rsandbox stdio session.execute", true, || timed(&mut server.borrow_mut(), exec("1+1"))),
-        runner("rsandbox stdio session.execute echo(1) (tool)", false, || timed(&mut server.borrow_mut(), exec("echo(1)"))),
-        runner("rsandbox stdio session.execute identity(1) (no call)", false, || timed(&mut server.borrow_mut(), exec("identity(1)"))),
+        runner("rsandbox stdio session.execute echo(1) (tool)", false, || {
+            timed(&mut server.borrow_mut(), exec("echo(1)"))
+        }),
+        runner("rsandbox stdio session.execute identity(1) (no call)", false, || {
+            timed(&mut server.borrow_mut(), exec("identity(1)"))
+        }),
     ];
     interleave(report, "S2", "ms", cfg.n.max(20) + cfg.n / 2, runners);
 }
@@ -202,14 +208,22 @@ pub fn c1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path, runtime_dir
     let env = [("XDG_RUNTIME_DIR", runtime_dir.to_str().expect("a UTF-8 path"))];
     let run = |args: &[&str]| {
         let t = Instant::now();
-        let status = Command::new(&cli).args(args).envs(env).stdout(Stdio::null()).stderr(Stdio::null()).status().expect("rsandbox runs");
+        let status = Command::new(&cli)
+            .args(args)
+            .envs(env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("rsandbox runs");
         assert!(status.success(), "rsandbox {args:?}: {status}");
         ms(t.elapsed())
     };
     // The first call starts the daemon; wait until it answers.
     run(&["eval", "1+1"]);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_dir(runtime_dir.join("rsandbox")).map_or(true, |d| !d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sock"))) {
+    while std::fs::read_dir(runtime_dir.join("rsandbox"))
+        .map_or(true, |d| !d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sock")))
+    {
         assert!(Instant::now() < deadline, "the daemon did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -218,7 +232,8 @@ pub fn c1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path, runtime_dir
         runner("rsandbox eval --no-daemon (starts R)", false, || vec![run(&["eval", "--no-daemon", "1+1"])]),
     ];
     match &peers.rscript {
-        Ok(()) => runners.push(runner("Rscript --vanilla -e 1+1", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
+        Ok(()) => runners
+            .push(runner("Rscript --vanilla -e 1+1", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
         Err(e) => report.skip("C1", "Rscript --vanilla -e 1+1", e),
     }
     interleave(report, "C1", "ms", cfg.n.max(12), runners);

@@ -24,7 +24,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-
 /// Copy the zygote and CLI to a private directory so that a rebuild of the workspace
 /// during the run (another build writing target/release) cannot swap binaries
 /// between scenarios. Returns the copies.
@@ -53,7 +52,8 @@ fn locate_binaries() -> (PathBuf, PathBuf) {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().unwrap().to_path_buf();
     let tree = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let find = |name: &str| [dir.join(name), dir.join("..").join(name), tree.join(name)].into_iter().find(|p| p.is_file());
+    let find =
+        |name: &str| [dir.join(name), dir.join("..").join(name), tree.join(name)].into_iter().find(|p| p.is_file());
     let zygote = std::env::var_os("RSANDBOX_ZYGOTE").map(PathBuf::from).or_else(|| find("rsandbox-zygote"));
     let cli = find("rsandbox");
     match (zygote, cli) {
@@ -85,7 +85,12 @@ fn main() {
     let (zygote, cli) = snapshot(&zygote, &cli);
     // SAFETY: single-threaded here, so nothing reads the environment meanwhile.
     unsafe { std::env::set_var("RSANDBOX_ZYGOTE", &zygote) };
-    println!("rsandbox-bench ({}): zygote {}, cli {}", if cfg.quick { "quick" } else { "full" }, zygote.display(), cli.display());
+    println!(
+        "rsandbox-bench ({}): zygote {}, cli {}",
+        if cfg.quick { "quick" } else { "full" },
+        zygote.display(),
+        cli.display()
+    );
     println!("R worker stderr goes to {}", cfg.log.display());
 
     println!("Checking peers...");
@@ -145,15 +150,30 @@ fn main() {
     let busy_lockdown = if cfg.runs("S3") { fronts::s3(&cfg, &mut report, &peers, &cli) } else { Vec::new() };
     let what = "child lockdown (namespaces through seccomp), as each sandbox measured it";
     if !quiet_lockdown.is_empty() {
-        report.add("L", &format!("{what}: children of S1"), "us", quiet_lockdown, true, "forked one at a time between requests");
+        report.add(
+            "L",
+            &format!("{what}: children of S1"),
+            "us",
+            quiet_lockdown,
+            true,
+            "forked one at a time between requests",
+        );
     }
     if !busy_lockdown.is_empty() {
-        report.add("L", &format!("{what}: children of S3"), "us", busy_lockdown, false, "forked while 2 cores evaluate flat out");
+        report.add(
+            "L",
+            &format!("{what}: children of S3"),
+            "us",
+            busy_lockdown,
+            false,
+            "forked while 2 cores evaluate flat out",
+        );
     }
     if cfg.runs("C1") {
         let runtime_dir = std::env::temp_dir().join(format!("rsandbox-bench-run-{}", std::process::id()));
         std::fs::create_dir_all(&runtime_dir).expect("a runtime dir");
-        std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod the runtime dir");
+        std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod the runtime dir");
         fronts::c1(&cfg, &mut report, &peers, &cli, &runtime_dir);
         std::fs::remove_dir_all(&runtime_dir).ok();
     }
@@ -171,10 +191,21 @@ fn main() {
     let date = sh("date -u '+%Y-%m-%d %H:%M:%S UTC'");
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_default();
     let mut peer_status = BTreeMap::new();
-    for (name, p) in [("rscript", &peers.rscript), ("bwrap", &peers.bwrap), ("callr", &peers.callr), ("matrix", &peers.matrix), ("data.table", &peers.data_table), ("unshare", &peers.unshare)] {
+    for (name, p) in [
+        ("rscript", &peers.rscript),
+        ("bwrap", &peers.bwrap),
+        ("callr", &peers.callr),
+        ("matrix", &peers.matrix),
+        ("data.table", &peers.data_table),
+        ("unshare", &peers.unshare),
+    ] {
         peer_status.insert(name, p.as_ref().err().cloned().unwrap_or_else(|| "ok".into()));
     }
     let meta = json!({

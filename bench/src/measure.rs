@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -30,7 +29,13 @@ pub fn time_cmd(argv: &[&str]) -> f64 {
 
 /// Whether a command runs successfully (used to check peers before timing them).
 pub fn works(argv: &[&str]) -> Result<(), String> {
-    match Command::new(argv[0]).args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).output() {
+    match Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+    {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!(
             "`{}` failed ({}): {}",
@@ -97,7 +102,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     }
     all
 }
-
 
 pub const R_WORKER: &str = r#"
 mode <- commandArgs(TRUE)[1]
@@ -207,7 +211,6 @@ impl Drop for RWorker {
     }
 }
 
-
 /// One system under test: a closure giving one batch of samples per round.
 pub struct Runner<'a> {
     system: String,
@@ -223,7 +226,13 @@ pub fn runner<'a>(system: &str, baseline: bool, run: impl FnMut() -> Vec<f64> + 
 
 /// Run every runner once per round, in turn (A B C A B C ...), after one untimed
 /// warm-up batch each, with a progress bar on the terminal.
-pub fn interleave(report: &mut Report, scenario: &str, unit: &'static str, rounds: usize, mut runners: Vec<Runner<'_>>) {
+pub fn interleave(
+    report: &mut Report,
+    scenario: &str,
+    unit: &'static str,
+    rounds: usize,
+    mut runners: Vec<Runner<'_>>,
+) {
     for r in runners.iter_mut() {
         (r.run)();
     }
@@ -247,4 +256,3 @@ pub fn interleave(report: &mut Report, scenario: &str, unit: &'static str, round
         report.add(scenario, &r.system, unit, r.samples, r.baseline, r.note);
     }
 }
-

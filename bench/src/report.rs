@@ -3,7 +3,6 @@
 use crate::cli::Cfg;
 use serde_json::{json, Value};
 
-
 #[derive(Clone)]
 pub struct Row {
     pub scenario: String,
@@ -43,8 +42,24 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn add(&mut self, scenario: &str, system: &str, unit: &'static str, samples: Vec<f64>, baseline: bool, note: impl Into<String>) {
-        self.rows.push(Row { scenario: scenario.into(), system: system.into(), unit, samples, baseline, note: note.into(), skipped: None });
+    pub fn add(
+        &mut self,
+        scenario: &str,
+        system: &str,
+        unit: &'static str,
+        samples: Vec<f64>,
+        baseline: bool,
+        note: impl Into<String>,
+    ) {
+        self.rows.push(Row {
+            scenario: scenario.into(),
+            system: system.into(),
+            unit,
+            samples,
+            baseline,
+            note: note.into(),
+            skipped: None,
+        });
     }
     pub fn skip(&mut self, scenario: &str, system: &str, why: &str) {
         println!("  SKIP {scenario} / {system}: {why}");
@@ -59,10 +74,18 @@ impl Report {
         });
     }
     pub fn median_of(&self, scenario: &str, system: &str) -> Option<f64> {
-        self.rows.iter().find(|r| r.scenario == scenario && r.system == system).and_then(|r| stats(&r.samples)).map(|s| s.median)
+        self.rows
+            .iter()
+            .find(|r| r.scenario == scenario && r.system == system)
+            .and_then(|r| stats(&r.samples))
+            .map(|s| s.median)
     }
     pub fn baseline_median(&self, scenario: &str) -> Option<f64> {
-        self.rows.iter().find(|r| r.scenario == scenario && r.baseline).and_then(|r| stats(&r.samples)).map(|s| s.median)
+        self.rows
+            .iter()
+            .find(|r| r.scenario == scenario && r.baseline)
+            .and_then(|r| stats(&r.samples))
+            .map(|s| s.median)
     }
 }
 
@@ -77,7 +100,6 @@ pub fn fmt_num(v: f64) -> String {
         format!("{v:.3}")
     }
 }
-
 
 pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
     std::fs::create_dir_all(&cfg.out).expect("results directory");
@@ -142,9 +164,11 @@ pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
             md.push_str(&format!("- {n}\n"));
         }
     }
-    let targets: Vec<Value> = report.targets.iter().map(|(t, m, v)| json!({"target": t, "measured": m, "verdict": v})).collect();
+    let targets: Vec<Value> =
+        report.targets.iter().map(|(t, m, v)| json!({"target": t, "measured": m, "verdict": v})).collect();
     let doc = json!({"meta": meta, "rows": json_rows, "targets": targets, "notes": report.notes});
-    let (md_path, json_path) = (cfg.out.join(format!("{}.md", cfg.results_stem())), cfg.out.join(format!("{}.json", cfg.results_stem())));
+    let (md_path, json_path) =
+        (cfg.out.join(format!("{}.md", cfg.results_stem())), cfg.out.join(format!("{}.json", cfg.results_stem())));
     std::fs::write(&md_path, &md).expect("write the results (md)");
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc).unwrap()).expect("write the results (json)");
     println!("\n{md}");
@@ -165,7 +189,11 @@ pub fn verdict(measured: f64, target: f64, lower_is_better: bool, unit: &str) ->
 pub fn targets(report: &mut Report) {
     let mut t = vec![];
     if let Some(m) = report.median_of("P1", "rsandbox Pool::eval (pre-forked)") {
-        t.push(("P1 p50 <= 1 ms with a pre-forked child (Pool::eval)".to_string(), format!("{} ms", fmt_num(m)), verdict(m, 1.0, true, "ms")));
+        t.push((
+            "P1 p50 <= 1 ms with a pre-forked child (Pool::eval)".to_string(),
+            format!("{} ms", fmt_num(m)),
+            verdict(m, 1.0, true, "ms"),
+        ));
     }
     if let (Some(tool), Some(plain)) = (
         report.median_of("P2", "rsandbox Session::execute echo(1) (tool)"),
@@ -179,19 +207,34 @@ pub fn targets(report: &mut Report) {
         ));
     }
     if let Some(m) = report.median_of("P2", "rsandbox Session::execute") {
-        t.push(("P2 warm session execute of 1+1 (context for the tool target)".to_string(), format!("{} ms", fmt_num(m)), "-".into()));
+        t.push((
+            "P2 warm session execute of 1+1 (context for the tool target)".to_string(),
+            format!("{} ms", fmt_num(m)),
+            "-".into(),
+        ));
     }
     let best = [1, 2, 8, 32]
         .iter()
         .filter_map(|c| {
             let sc = format!("P3 c={c}");
-            report.rows.iter().find(|r| r.scenario == sc && r.baseline).and_then(|r| stats(&r.samples)).map(|s| (*c, s.median))
+            report
+                .rows
+                .iter()
+                .find(|r| r.scenario == sc && r.baseline)
+                .and_then(|r| stats(&r.samples))
+                .map(|s| (*c, s.median))
         })
         .fold(None, |acc: Option<(usize, f64)>, x| if acc.is_none_or(|a| x.1 > a.1) { Some(x) } else { acc });
     if let Some((c, m)) = best {
-        t.push(("P3 >= 400 evals/s on 2 cores (best concurrency)".to_string(), format!("{} evals/s at c={c}", fmt_num(m)), verdict(m, 400.0, false, "evals/s")));
+        t.push((
+            "P3 >= 400 evals/s on 2 cores (best concurrency)".to_string(),
+            format!("{} evals/s at c={c}", fmt_num(m)),
+            verdict(m, 400.0, false, "evals/s"),
+        ));
     }
-    if let (Some(m), Some(r)) = (report.median_of("S1", "rsandbox serve --stdio eval"), report.median_of("S1", "Rscript --vanilla")) {
+    if let (Some(m), Some(r)) =
+        (report.median_of("S1", "rsandbox serve --stdio eval"), report.median_of("S1", "Rscript --vanilla"))
+    {
         t.push((
             "S1 fresh eval 1+1 p50 <= 1 ms through serve --stdio".to_string(),
             format!("{} ms ({:.0}x Rscript's {} ms; target >= 150x)", fmt_num(m), r / m, fmt_num(r)),
@@ -203,19 +246,33 @@ pub fn targets(report: &mut Report) {
         .filter_map(|c| report.baseline_median(&format!("S3 c={c}")).map(|m| (*c, m)))
         .fold(None, |acc: Option<(usize, f64)>, x| if acc.is_none_or(|a| x.1 > a.1) { Some(x) } else { acc });
     if let Some((c, m)) = best_stdio {
-        t.push(("S3 >= 400 fresh evals/s on 2 cores through serve --stdio".to_string(), format!("{} evals/s at c={c}", fmt_num(m)), verdict(m, 400.0, false, "evals/s")));
+        t.push((
+            "S3 >= 400 fresh evals/s on 2 cores through serve --stdio".to_string(),
+            format!("{} evals/s at c={c}", fmt_num(m)),
+            verdict(m, 400.0, false, "evals/s"),
+        ));
     }
     if let Some(m) = report.median_of("S2", "rsandbox stdio session.execute") {
-        t.push(("S2 session execute(\"1+1\") p50 <= 0.3 ms through serve --stdio".to_string(), format!("{} ms", fmt_num(m)), verdict(m, 0.3, true, "ms")));
+        t.push((
+            "S2 session execute(\"1+1\") p50 <= 0.3 ms through serve --stdio".to_string(),
+            format!("{} ms", fmt_num(m)),
+            verdict(m, 0.3, true, "ms"),
+        ));
     }
     if let (Some(tool), Some(plain)) = (
         report.median_of("S2", "rsandbox stdio session.execute echo(1) (tool)"),
         report.median_of("S2", "rsandbox stdio session.execute identity(1) (no call)"),
     ) {
         let d = tool - plain;
-        t.push(("S2 one tool-call round trip <= 0.3 ms through serve --stdio".to_string(), format!("{} ms", fmt_num(d)), verdict(d, 0.3, true, "ms")));
+        t.push((
+            "S2 one tool-call round trip <= 0.3 ms through serve --stdio".to_string(),
+            format!("{} ms", fmt_num(d)),
+            verdict(d, 0.3, true, "ms"),
+        ));
     }
-    if let (Some(ours), Some(r)) = (report.median_of("C1", "rsandbox eval (daemon)"), report.median_of("C1", "Rscript --vanilla -e 1+1")) {
+    if let (Some(ours), Some(r)) =
+        (report.median_of("C1", "rsandbox eval (daemon)"), report.median_of("C1", "Rscript --vanilla -e 1+1"))
+    {
         t.push((
             "C1 `rsandbox eval '1+1'` end to end <= half of Rscript's".to_string(),
             format!("{} ms against {} ms ({:.2} of Rscript)", fmt_num(ours), fmt_num(r), ours / r),
@@ -226,17 +283,28 @@ pub fn targets(report: &mut Report) {
         report.median_of("P6", "rsandbox exec -- /bin/true"),
         report.median_of("P6", "unshare -Urnpf --mount-proc /bin/true"),
     ) {
-        t.push(("P6 `rsandbox exec -- /bin/true` <= unshare -Urnpf --mount-proc".to_string(), format!("{} ms against {} ms", fmt_num(ours), fmt_num(u)), verdict(ours, u, true, "ms")));
+        t.push((
+            "P6 `rsandbox exec -- /bin/true` <= unshare -Urnpf --mount-proc".to_string(),
+            format!("{} ms against {} ms", fmt_num(ours), fmt_num(u)),
+            verdict(ours, u, true, "ms"),
+        ));
     }
     if let Some(m) = report.baseline_median("L") {
-        t.push(("L child lockdown (namespaces through seccomp) <= 0.5 ms".to_string(), format!("{} us", fmt_num(m)), verdict(m, 500.0, true, "us")));
+        t.push((
+            "L child lockdown (namespaces through seccomp) <= 0.5 ms".to_string(),
+            format!("{} us", fmt_num(m)),
+            verdict(m, 500.0, true, "us"),
+        ));
     }
     for k in [1, 10, 50] {
         let sc = format!("P4 k={k}");
         if let Some(m) = report.baseline_median(&sc) {
-            t.push((format!("P4 <= 5 MB PSS per idle session (k={k})"), format!("{} MB", fmt_num(m)), verdict(m, 5.0, true, "MB")));
+            t.push((
+                format!("P4 <= 5 MB PSS per idle session (k={k})"),
+                format!("{} MB", fmt_num(m)),
+                verdict(m, 5.0, true, "MB"),
+            ));
         }
     }
     report.targets = t;
 }
-

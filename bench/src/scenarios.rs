@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-
 pub fn eval_opts() -> EvalOptions {
     EvalOptions::default()
 }
@@ -45,7 +44,8 @@ pub fn wait_pool_full(pool: &Pool) {
 }
 
 pub fn echo_tool() -> Tool {
-    let spec: ToolSpec = serde_json::from_value(json!({"name": "echo", "description": "returns x", "args": {"x": "any"}})).unwrap();
+    let spec: ToolSpec =
+        serde_json::from_value(json!({"name": "echo", "description": "returns x", "args": {"x": "any"}})).unwrap();
     Tool::new(spec, |args| Ok(args.get("x").cloned().unwrap_or(Value::Null))).unwrap()
 }
 
@@ -60,8 +60,20 @@ pub struct Peers {
 
 /// bwrap around Rscript. `--tmpfs /tmp` is needed: Rscript writes `-e` code to a temp file.
 pub const BWRAP_R: [&str; 14] = [
-    "bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-    "Rscript", "--vanilla",
+    "bwrap",
+    "--unshare-all",
+    "--die-with-parent",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "Rscript",
+    "--vanilla",
 ];
 
 pub fn p1(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, pool: &Pool, scenario: &str) {
@@ -90,7 +102,9 @@ pub fn p1(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, pool: 
         return;
     }
     match &peers.rscript {
-        Ok(()) => runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])])),
+        Ok(()) => {
+            runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])]))
+        }
         Err(e) => report.skip(scenario, "Rscript --vanilla", e),
     }
     match &peers.bwrap {
@@ -142,7 +156,9 @@ pub fn p2(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine, scenar
     let mut runners = vec![
         runner("rsandbox Session::execute", true, || time_exec(&plain, "1+1")),
         runner("rsandbox Session::execute echo(1) (tool)", false, || time_exec(&tooled, "echo(1)")),
-        runner("rsandbox Session::execute identity(1) (tool session, no call)", false, || time_exec(&tooled, "identity(1)")),
+        runner("rsandbox Session::execute identity(1) (tool session, no call)", false, || {
+            time_exec(&tooled, "identity(1)")
+        }),
     ];
     if scenario.starts_with("P2") {
         let w = peers.callr.clone().and_then(|_| RWorker::start(cfg, "r_session"));
@@ -177,11 +193,17 @@ pub fn meter(cfg: &Cfg, report: &mut Report, engine: &Engine) {
     };
     let mut runners = vec![
         runner("rsandbox Session::execute mcparallel(120 ms)+mccollect (metered)", true, || time_exec(FORK)),
-        runner("rsandbox Session::execute mcparallel(1+1)+mccollect (shorter than an interval: read once at the end)", false, || time_exec(QUICK_FORK)),
+        runner(
+            "rsandbox Session::execute mcparallel(1+1)+mccollect (shorter than an interval: read once at the end)",
+            false,
+            || time_exec(QUICK_FORK),
+        ),
         runner("rsandbox Session::execute 1+1 (no fork: nothing metered)", false, || time_exec("1+1")),
     ];
     match RWorker::start(cfg, "mcparallel_120ms") {
-        Ok(mut w) => runners.push(runner("parallel::mcparallel(120 ms)+mccollect (in plain R)", false, move || w.batch(1))),
+        Ok(mut w) => {
+            runners.push(runner("parallel::mcparallel(120 ms)+mccollect (in plain R)", false, move || w.batch(1)))
+        }
         Err(e) => report.skip("M", "parallel::mcparallel(120 ms)+mccollect (in plain R)", &e),
     }
     interleave(report, "M", "ms", cfg.n.max(20), runners);
@@ -238,7 +260,8 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
         let mut zygote_pss = vec![];
         for _ in 0..cfg.rounds.min(2) {
             // rsandbox
-            let sessions: Vec<Session> = (0..k).map(|_| engine.session(eval_opts(), vec![]).expect("session")).collect();
+            let sessions: Vec<Session> =
+                (0..k).map(|_| engine.session(eval_opts(), vec![]).expect("session")).collect();
             for s in &sessions {
                 check_ok("session 1+1", &s.execute("1+1", &ExecuteOptions::default()).unwrap());
             }
@@ -289,7 +312,11 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
                     let total: u64 = all.iter().map(|&p| pss_kb(p)).sum();
                     theirs.push(total as f64 / 1024.0 / k as f64);
                 } else {
-                    println!("  note: callr memory script gave {} pids for {k} sessions (see {})", pids.len(), cfg.log.display());
+                    println!(
+                        "  note: callr memory script gave {} pids for {k} sessions (see {})",
+                        pids.len(),
+                        cfg.log.display()
+                    );
                 }
                 let mut stdin = child.stdin.take().unwrap();
                 writeln!(stdin, "done").ok();
@@ -299,9 +326,23 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
             eprintln!("  {scenario}: round done");
         }
         let zp = stats(&zygote_pss).map(|s| s.median).unwrap_or(0.0);
-        report.add(&scenario, "rsandbox Session (children of zygote)", "MB/session", ours, true, format!("zygote PSS {zp:.1} MB not included"));
+        report.add(
+            &scenario,
+            "rsandbox Session (children of zygote)",
+            "MB/session",
+            ours,
+            true,
+            format!("zygote PSS {zp:.1} MB not included"),
+        );
         match &peers.callr {
-            Ok(()) => report.add(&scenario, "callr::r_session (R processes)", "MB/session", theirs, false, "controlling R not included"),
+            Ok(()) => report.add(
+                &scenario,
+                "callr::r_session (R processes)",
+                "MB/session",
+                theirs,
+                false,
+                "controlling R not included",
+            ),
             Err(e) => report.skip(&scenario, "callr::r_session", e),
         }
     }
@@ -351,7 +392,8 @@ pub fn p6(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) {
     let cli = cli.to_str().unwrap().to_string();
     let mut runners = vec![];
     match works(&[&cli, "exec", "--", "/bin/true"]) {
-        Ok(()) => runners.push(runner("rsandbox exec -- /bin/true", true, || vec![time_cmd(&[&cli, "exec", "--", "/bin/true"])])),
+        Ok(()) => runners
+            .push(runner("rsandbox exec -- /bin/true", true, || vec![time_cmd(&[&cli, "exec", "--", "/bin/true"])])),
         Err(e) => report.skip(scenario, "rsandbox exec -- /bin/true", &e),
     }
     runners.push(runner("/bin/true", false, || vec![time_cmd(&["/bin/true"])]));
@@ -393,12 +435,18 @@ pub fn growth(cfg: &Cfg, report: &mut Report, peers: &Peers) {
         .collect();
     let opts = eval_opts();
     let xo = ExecuteOptions::default();
-    let sessions: Vec<Session> = engines.iter().map(|(_, e, _)| e.session(eval_opts(), vec![]).expect("session")).collect();
+    let sessions: Vec<Session> =
+        engines.iter().map(|(_, e, _)| e.session(eval_opts(), vec![]).expect("session")).collect();
     for s in &sessions {
         check_ok("growth session", &s.execute("1+1", &xo).unwrap());
     }
-    let rss: Vec<(f64, f64)> = engines.iter().map(|(_, e, _)| (rss_kb(e.info().pid) as f64 / 1024.0, pss_kb(e.info().pid) as f64 / 1024.0)).collect();
-    for (what, scenario) in [("eval", "G-P1 Engine::eval"), ("pool", "G-P1 Pool::eval"), ("session", "G-P2 Session::execute")] {
+    let rss: Vec<(f64, f64)> = engines
+        .iter()
+        .map(|(_, e, _)| (rss_kb(e.info().pid) as f64 / 1024.0, pss_kb(e.info().pid) as f64 / 1024.0))
+        .collect();
+    for (what, scenario) in
+        [("eval", "G-P1 Engine::eval"), ("pool", "G-P1 Pool::eval"), ("session", "G-P2 Session::execute")]
+    {
         let mut runners = vec![];
         for (i, (name, e, p)) in engines.iter().enumerate() {
             let s = &sessions[i];
@@ -483,6 +531,10 @@ pub fn probe() {
     println!("12 consecutive executes of 1+1 on one fresh session (ms): {}", times.join(" "));
     drop(s);
     let f = PathBuf::from(format!("/proc/{zpid}/smaps_rollup"));
-    println!("zygote: Rss {} Pss {} AnonHuge {} kB", kb_field(&f, "Rss:").unwrap_or(0), kb_field(&f, "Pss:").unwrap_or(0), kb_field(&f, "AnonHugePages:").unwrap_or(0));
+    println!(
+        "zygote: Rss {} Pss {} AnonHuge {} kB",
+        kb_field(&f, "Rss:").unwrap_or(0),
+        kb_field(&f, "Pss:").unwrap_or(0),
+        kb_field(&f, "AnonHugePages:").unwrap_or(0)
+    );
 }
-

@@ -81,7 +81,8 @@ impl Tokens {
             return Err(AuthError::Permissions { path: path.to_owned(), mode });
         }
         let text = std::fs::read_to_string(path).map_err(read_error)?;
-        Tokens::parse(&text).map_err(|(line, problem)| AuthError::Line { path: path.to_owned(), line, problem })?
+        Tokens::parse(&text)
+            .map_err(|(line, problem)| AuthError::Line { path: path.to_owned(), line, problem })?
             .ok_or_else(|| AuthError::Empty { path: path.to_owned() })
     }
 

@@ -17,9 +17,9 @@
 //! timeout, limit or violation says in words what happened and whether the session kept
 //! its variables. Nothing decides an outcome here: the engine's result is rendered.
 
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use rsandbox::{Engine, EngineError, EvalOptions, EvalResult, ExecuteOptions, Outcome, Session};
 use serde::Deserialize;
@@ -110,7 +110,11 @@ pub struct McpConfig {
 
 impl Default for McpConfig {
     fn default() -> Self {
-        McpConfig { max_sessions: MAX_SESSIONS, max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION, idle_timeout: IDLE_TIMEOUT }
+        McpConfig {
+            max_sessions: MAX_SESSIONS,
+            max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION,
+            idle_timeout: IDLE_TIMEOUT,
+        }
     }
 }
 
@@ -263,31 +267,47 @@ impl McpServer {
     }
 
     fn registry_with(engine: Engine, config: McpConfig, missing: Vec<String>) -> Arc<Registry> {
-        Arc::new(Registry { engine, config, missing, open: Mutex::default(), idle_closed: Mutex::default(), next_connection: AtomicU64::new(1) })
+        Arc::new(Registry {
+            engine,
+            config,
+            missing,
+            open: Mutex::default(),
+            idle_closed: Mutex::default(),
+            next_connection: AtomicU64::new(1),
+        })
     }
 
     /// A new connection to the server's sessions.
     fn connect(registry: &Arc<Registry>) -> McpServer {
         let id = registry.next_connection.fetch_add(1, Ordering::Relaxed);
-        McpServer { registry: registry.clone(), connection: Arc::new(Connection { id, registry: registry.clone(), implicit: Mutex::default() }) }
+        McpServer {
+            registry: registry.clone(),
+            connection: Arc::new(Connection { id, registry: registry.clone(), implicit: Mutex::default() }),
+        }
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Run R code in a persistent, isolated R session and see what an R console would show: \
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
+        description = "Run R code in a persistent, isolated R session and see what an R console would show: \
         printed output, messages, warnings, the error with its call, and each plot as a PNG image. \
         Variables and loaded packages persist between calls. Without `session`, this connection's own \
         session is used (created on first use). The sandbox has no network, cannot run programs \
         (system() ends the session), sees only R and its packages, writes only its working directory, \
         and is stopped after timeout_s seconds (default 30, at most 300); memory is limited (2 GB unless \
         the session was created with less) and output to 16 MB. An R error is reported as an error \
-        result; the session keeps its variables. Text beyond 20000 characters is cut, and the result says so.")]
+        result; the session keeps its variables. Text beyond 20000 characters is cut, and the result says so."
+    )]
     async fn run_r(&self, Parameters(args): Parameters<RunR>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || this.run_r_blocking(args)).await.map_err(internal)?
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
+        description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
         Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). The server caps the sessions open \
-        at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default).")]
+        at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
+    )]
     async fn new_session(&self, Parameters(args): Parameters<NewSession>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -312,7 +332,10 @@ impl McpServer {
         .map_err(internal)?
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Close an R session (its variables and files are gone).")]
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false),
+        description = "Close an R session (its variables and files are gone)."
+    )]
     async fn close_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
         Ok(match self.registry.close(&args.session) {
             true => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
@@ -320,9 +343,12 @@ impl McpServer {
         })
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false), description = "Interrupt the code \
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
+        description = "Interrupt the code \
         running in a session, as Ctrl-C would: that run_r call returns \"interrupted\" and the session keeps its \
-        variables (code stuck in native code for 2 s more is stopped and the session reset).")]
+        variables (code stuck in native code for 2 s more is stopped and the session reset)."
+    )]
     async fn interrupt(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
         let session = match self.session_for(args.session) {
             Ok(s) => s,
@@ -332,8 +358,11 @@ impl McpServer {
         Ok(CallToolResult::success(vec![Content::text(if sent { "interrupt sent" } else { "nothing was running" })]))
     }
 
-    #[tool(annotations(read_only_hint = true, open_world_hint = false), description = "List the files in a session's \
-        working directory (path and size in bytes).")]
+    #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
+        description = "List the files in a session's \
+        working directory (path and size in bytes)."
+    )]
     async fn list_files(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -358,12 +387,16 @@ impl McpServer {
         .map_err(internal)?
     }
 
-    #[tool(annotations(read_only_hint = true, open_world_hint = false), description = "Read a file from a session's \
-        working directory: text (at most 20000 characters shown), or base64 when it is not UTF-8.")]
+    #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
+        description = "Read a file from a session's \
+        working directory: text (at most 20000 characters shown), or base64 when it is not UTF-8."
+    )]
     async fn read_file(&self, Parameters(args): Parameters<FilePath>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read = this.session_for(args.session).and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
+            let read =
+                this.session_for(args.session).and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -385,14 +418,21 @@ impl McpServer {
         .map_err(internal)?
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Write a \
-        text file into a session's working directory (parent directories are created; an existing file is replaced).")]
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false),
+        description = "Write a \
+        text file into a session's working directory (parent directories are created; an existing file is replaced)."
+    )]
     async fn write_file(&self, Parameters(args): Parameters<WriteFile>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let written = this.session_for(args.session).and_then(|s| s.session.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
+            let written = this
+                .session_for(args.session)
+                .and_then(|s| s.session.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
             Ok(match written {
-                Ok(size) => CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))]),
+                Ok(size) => {
+                    CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))])
+                }
                 Err(why) => CallToolResult::error(vec![Content::text(why)]),
             })
         })
@@ -400,7 +440,10 @@ impl McpServer {
         .map_err(internal)?
     }
 
-    #[tool(annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false), description = "Reset an R session to a fresh, empty R (same handle, same limits).")]
+    #[tool(
+        annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false),
+        description = "Reset an R session to a fresh, empty R (same handle, same limits)."
+    )]
     async fn reset_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -499,7 +542,11 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
         Outcome::Violation => {
             let call = r.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
             // Under a profile with programs, execve is no violation: another call was.
-            let why = if call.starts_with("execve") { "this sandbox cannot run programs" } else { "the sandbox never allows it" };
+            let why = if call.starts_with("execve") {
+                "this sandbox cannot run programs"
+            } else {
+                "the sandbox never allows it"
+            };
             Some(format!("Stopped: the code made a forbidden system call ({call}): {why}. {kept}"))
         }
         Outcome::MemoryLimit => Some(format!("Stopped: the memory limit was reached. {kept}")),
@@ -531,7 +578,8 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
     }
     let mut content = vec![Content::text(text)];
     content.extend(r.plots.iter().map(|p| Content::image(p.data_base64.clone(), "image/png")));
-    let mut result = if r.outcome == Outcome::Ok { CallToolResult::success(content) } else { CallToolResult::error(content) };
+    let mut result =
+        if r.outcome == Outcome::Ok { CallToolResult::success(content) } else { CallToolResult::error(content) };
     result.structured_content = serde_json::to_value(r).ok();
     result
 }
@@ -632,7 +680,8 @@ pub fn serve_stdio(engine: Engine, config: McpConfig) -> Result<(), String> {
     runtime.block_on(async move {
         let registry = McpServer::registry_with(engine, config, missing);
         spawn_idle_reaper(&registry);
-        let service = McpServer::connect(&registry).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
+        let service =
+            McpServer::connect(&registry).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
         service.waiting().await.map_err(|e| e.to_string())?;
         Ok(())
     })
@@ -649,7 +698,9 @@ pub fn serve_http(
     config: McpConfig,
     ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), String> {
-    use rmcp::transport::streamable_http_server::{session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::transport::streamable_http_server::{
+        session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+    };
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
     let missing = verify(&engine)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
@@ -671,11 +722,13 @@ pub fn serve_http(
             http_config,
         );
         let tokens = Arc::new(tokens);
-        let router = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(move |request, next| {
-            let tokens = tokens.clone();
-            async move { authorize(&tokens, request, next).await }
-        }));
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let router =
+            axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(move |request, next| {
+                let tokens = tokens.clone();
+                async move { authorize(&tokens, request, next).await }
+            }));
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
         axum::serve(listener, router)
@@ -689,7 +742,11 @@ pub fn serve_http(
 }
 
 /// Every request carries a token of the file, when there is one: 401 otherwise.
-async fn authorize(tokens: &Option<crate::auth::Tokens>, request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+async fn authorize(
+    tokens: &Option<crate::auth::Tokens>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(tokens) = tokens {
         let presented = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());

@@ -44,7 +44,9 @@ pub struct InputFile {
 /// The engine's options for `limits` and `timeout` (seconds), checked.
 pub fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, EngineError> {
     let d = EvalOptions::default();
-    let size = |v: &Option<String>, default: Option<u64>| v.as_deref().map(rsandbox::parse_size).transpose().map(|s| s.or(default));
+    let size = |v: &Option<String>, default: Option<u64>| {
+        v.as_deref().map(rsandbox::parse_size).transpose().map(|s| s.or(default))
+    };
     let timeout = match timeout {
         None => d.timeout,
         Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),

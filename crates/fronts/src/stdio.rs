@@ -9,15 +9,15 @@
 
 use crate::request::{decode_base64, decode_files, error_code, options_from, InputFile, Limits};
 use rsandbox::EngineError;
+use rsandbox::{Engine, EvalRequest, Event};
 use rsandbox::{ExecuteOptions, Session};
 use rsandbox::{Tool, ToolSpec};
-use rsandbox::{Engine, EvalRequest, Event};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::mpsc::{channel, Sender};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -136,7 +136,9 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     let mut lines = LineReader { input, buf: Vec::new() };
     while let Some(line) = lines.next_line() {
         match line {
-            Err(len) => server.error(&Value::Null, "line_too_long", &format!("request line of {len} bytes exceeds {MAX_LINE}")),
+            Err(len) => {
+                server.error(&Value::Null, "line_too_long", &format!("request line of {len} bytes exceeds {MAX_LINE}"))
+            }
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
                 // Tool results are answered inline: an execute may be waiting for one.
@@ -146,7 +148,10 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
                 }
                 if server.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
                     server.in_flight.fetch_sub(1, Ordering::SeqCst);
-                    let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+                    let id = serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .and_then(|v| v.get("id").cloned())
+                        .unwrap_or(Value::Null);
                     server.error(&id, "busy", &format!("{MAX_IN_FLIGHT} requests are already in flight"));
                     continue;
                 }
@@ -192,7 +197,9 @@ impl<R: BufRead> LineReader<R> {
             if chunk.is_empty() {
                 return match (too_long, self.buf.is_empty()) {
                     (0, true) => None,
-                    (0, false) => Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len())),
+                    (0, false) => {
+                        Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len()))
+                    }
                     (n, _) => Some(Err(n)),
                 };
             }
@@ -262,7 +269,8 @@ impl Server {
                 });
                 self.reply(&id, answer.map(|result| json!({"result": result})));
             }
-            Request::SessionCreate { id, tools, limits, restore } => match self.create_session(tools, &limits, restore) {
+            Request::SessionCreate { id, tools, limits, restore } => match self.create_session(tools, &limits, restore)
+            {
                 Ok((sid, warnings)) if warnings.is_empty() => self.send(json!({"id": id, "session": sid})),
                 Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
                 Err((code, message)) => self.error(&id, code, &message),
@@ -306,7 +314,10 @@ impl Server {
             Request::SessionSnapshot { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let answer = s.snapshot();
-                self.reply(&id, answer.map(|(snapshot, not_saved)| json!({"snapshot": snapshot, "not_saved": not_saved})));
+                self.reply(
+                    &id,
+                    answer.map(|(snapshot, not_saved)| json!({"snapshot": snapshot, "not_saved": not_saved})),
+                );
             }
             Request::SessionClose { id, session } => match self.sessions.lock().expect("sessions").remove(&session) {
                 Some(_) => self.send(json!({"id": id, "closed": true})),
@@ -356,7 +367,9 @@ impl Server {
     /// Output events for request `id`, as lines on stdout.
     fn emitter<'s>(&'s self, id: &'s Value) -> impl FnMut(Event<'_>) + 's {
         move |event| match event {
-            Event::Output { stream, text } => self.send(json!({"event": "output", "id": id, "stream": stream, "text": text})),
+            Event::Output { stream, text } => {
+                self.send(json!({"event": "output", "id": id, "stream": stream, "text": text}))
+            }
         }
     }
 
@@ -373,7 +386,8 @@ impl Server {
         let session_id: Arc<Mutex<String>> = Arc::default();
         let mut tools = Vec::new();
         for spec in specs {
-            let (out, pending, next, sid) = (self.out.clone(), self.pending.clone(), self.next_call.clone(), session_id.clone());
+            let (out, pending, next, sid) =
+                (self.out.clone(), self.pending.clone(), self.next_call.clone(), session_id.clone());
             let closing = self.closing.clone();
             let name = spec.name.clone();
             let tool = Tool::new(spec, move |args| {

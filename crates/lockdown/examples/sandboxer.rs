@@ -15,7 +15,13 @@ fn main() {
     };
     let program = PathBuf::from(program);
     let mut executable = vec![program.clone()];
-    executable.extend(["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].iter().map(PathBuf::from).filter(|p| p.exists()).filter_map(|p| p.canonicalize().ok()));
+    executable.extend(
+        ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .filter_map(|p| p.canonicalize().ok()),
+    );
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let policy = Policy {

@@ -142,14 +142,18 @@ fn rules_for(decision: &Decision, violation: u32) -> Vec<Rule> {
                 Answer::Return(v) => *v,
                 Answer::Violation => violation,
             };
-            let mut rules: Vec<Rule> =
-                cases.iter().map(|c| Rule::new(answer(&c.answer), vec![masked(*arg, c.mask(), c.value & c.mask())])).collect();
+            let mut rules: Vec<Rule> = cases
+                .iter()
+                .map(|c| Rule::new(answer(&c.answer), vec![masked(*arg, c.mask(), c.value & c.mask())]))
+                .collect();
             // "None of the cases" is not one comparison: it is the union of the bit
             // patterns that leave the cases' binary trie (at most 32 per case).
             let patterns: Vec<(u32, u32)> = cases.iter().map(|c| (c.value & c.mask(), c.bits)).collect();
             let mut outside = Vec::new();
             complement(&patterns, 31, 0, 0, &mut outside);
-            rules.extend(outside.into_iter().map(|(mask, value)| Rule::new(answer(otherwise), vec![masked(*arg, mask, value)])));
+            rules.extend(
+                outside.into_iter().map(|(mask, value)| Rule::new(answer(otherwise), vec![masked(*arg, mask, value)])),
+            );
             rules
         }
         Decision::ErrnoIfNonZero { args, errno } => {
@@ -157,7 +161,10 @@ fn rules_for(decision: &Decision, violation: u32) -> Vec<Rule> {
                 .iter()
                 .map(|i| Rule::new(ret_errno(*errno), vec![ScmpArgCompare::new(*i, ScmpCompareOp::NotEqual, 0)]))
                 .collect();
-            rules.push(Rule::new(RET_ALLOW, args.iter().map(|i| ScmpArgCompare::new(*i, ScmpCompareOp::Equal, 0)).collect()));
+            rules.push(Rule::new(
+                RET_ALLOW,
+                args.iter().map(|i| ScmpArgCompare::new(*i, ScmpCompareOp::Equal, 0)).collect(),
+            ));
             rules
         }
     }
@@ -165,8 +172,11 @@ fn rules_for(decision: &Decision, violation: u32) -> Vec<Rule> {
 
 /// `action` when the low 32 bits of `args[arg]` have any bit of `mask`, else allow.
 fn any_bit(arg: u32, mask: u32, action: u32) -> Vec<Rule> {
-    let mut rules: Vec<Rule> =
-        (0..32).map(|b| 1u32 << b).filter(|b| mask & b != 0).map(|b| Rule::new(action, vec![masked(arg, b, b)])).collect();
+    let mut rules: Vec<Rule> = (0..32)
+        .map(|b| 1u32 << b)
+        .filter(|b| mask & b != 0)
+        .map(|b| Rule::new(action, vec![masked(arg, b, b)]))
+        .collect();
     rules.push(Rule::new(RET_ALLOW, vec![masked(arg, mask, 0)]));
     rules
 }
@@ -234,7 +244,8 @@ pub fn build(rules: &[(u32, Decision)], default: u32, violation: u32) -> Result<
                 return Err(format!("system call {nr}: overlapping argument cases"));
             }
         }
-        let syscall = ScmpSyscall::from(i32::try_from(*nr).map_err(|_| format!("system call number {nr} out of range"))?);
+        let syscall =
+            ScmpSyscall::from(i32::try_from(*nr).map_err(|_| format!("system call number {nr} out of range"))?);
         for rule in rules_for(decision, violation) {
             // libseccomp refuses a rule that repeats the default; the default applies
             // to whatever no rule matches anyway.
@@ -245,10 +256,13 @@ pub fn build(rules: &[(u32, Decision)], default: u32, violation: u32) -> Result<
                 .map_err(|e| format!("libseccomp: rule for system call {nr}: {e}"))?;
         }
     }
-    let mut file = std::fs::File::from(crate::sys::memfd(c"rsandbox-seccomp").map_err(|e| format!("memfd_create: {e}"))?);
+    let mut file =
+        std::fs::File::from(crate::sys::memfd(c"rsandbox-seccomp").map_err(|e| format!("memfd_create: {e}"))?);
     ctx.export_bpf(&file).map_err(fail("seccomp_export_bpf"))?;
     let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_end(&mut bytes)).map_err(|e| format!("reading the exported program: {e}"))?;
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|e| format!("reading the exported program: {e}"))?;
     decode(&bytes)
 }
 
@@ -280,7 +294,9 @@ pub fn install(program: &[Insn], flags: libc::c_ulong) -> std::io::Result<i32> {
     let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
     // SAFETY: `Insn` has the kernel's `sock_filter` layout (u16, u8, u8, u32, repr(C)),
     // `prog` points at `len` of them, and the kernel copies the program during the call.
-    let rc = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &prog as *const libc::sock_fprog) };
+    let rc = unsafe {
+        libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &prog as *const libc::sock_fprog)
+    };
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -299,7 +315,11 @@ pub fn run(program: &[Insn], arch: u32, nr: u32, args: [u64; 6]) -> (u32, usize)
             8 | 12 => 0,
             o if (16..64).contains(&o) && o % 4 == 0 => {
                 let arg = args[((o - 16) / 8) as usize];
-                if (o - 16) % 8 == 0 { arg as u32 } else { (arg >> 32) as u32 }
+                if (o - 16) % 8 == 0 {
+                    arg as u32
+                } else {
+                    (arg >> 32) as u32
+                }
             }
             o => panic!("load of offset {o}"),
         }
@@ -384,11 +404,21 @@ mod tests {
 
     #[test]
     fn search_finds_every_listed_number_and_defaults_the_rest() {
-        let rules: Vec<(u32, Decision)> =
-            (0..400).filter(|n| n % 3 != 0).map(|n| (n, Decision::Return(if n % 2 == 0 { RET_ALLOW } else { ret_errno(n as i32) }))).collect();
+        let rules: Vec<(u32, Decision)> = (0..400)
+            .filter(|n| n % 3 != 0)
+            .map(|n| (n, Decision::Return(if n % 2 == 0 { RET_ALLOW } else { ret_errno(n as i32) })))
+            .collect();
         let program = build(&rules, ret_errno(libc::ENOSYS), RET_TRAP).unwrap();
         for nr in 0..1024u32 {
-            let want = if nr < 400 && nr % 3 != 0 { if nr % 2 == 0 { RET_ALLOW } else { ret_errno(nr as i32) } } else { ret_errno(libc::ENOSYS) };
+            let want = if nr < 400 && nr % 3 != 0 {
+                if nr % 2 == 0 {
+                    RET_ALLOW
+                } else {
+                    ret_errno(nr as i32)
+                }
+            } else {
+                ret_errno(libc::ENOSYS)
+            };
             assert_eq!(ret(&program, AUDIT_ARCH, nr, [0; 6]), want, "nr {nr}");
         }
         assert_eq!(ret(&program, 0x4000_0003, 1, [0; 6]), RET_KILL_PROCESS, "another architecture");
@@ -400,19 +430,25 @@ mod tests {
     fn argument_rules() {
         let rules = vec![
             (10, Decision::ViolationIfAnyBit { arg: 0, mask: 0x1000_0000 }),
-            (20, Decision::Switch {
-                arg: 1,
-                cases: vec![Case::exact(7, Answer::Violation), Case::exact(9, Answer::Violation)],
-                otherwise: Answer::Return(RET_ALLOW),
-            }),
-            (40, Decision::Switch {
-                arg: 0,
-                cases: vec![
-                    Case::exact(0x8a27, Answer::Violation),
-                    Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) },
-                ],
-                otherwise: Answer::Return(RET_ALLOW),
-            }),
+            (
+                20,
+                Decision::Switch {
+                    arg: 1,
+                    cases: vec![Case::exact(7, Answer::Violation), Case::exact(9, Answer::Violation)],
+                    otherwise: Answer::Return(RET_ALLOW),
+                },
+            ),
+            (
+                40,
+                Decision::Switch {
+                    arg: 0,
+                    cases: vec![
+                        Case::exact(0x8a27, Answer::Violation),
+                        Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) },
+                    ],
+                    otherwise: Answer::Return(RET_ALLOW),
+                },
+            ),
             (30, Decision::ErrnoIfNonZero { args: vec![0, 1], errno: libc::EPERM }),
         ];
         let p = build(&rules, ret_errno(libc::ENOSYS), RET_USER_NOTIF).unwrap();
@@ -435,18 +471,31 @@ mod tests {
     fn overlapping_cases_are_refused_and_blocks_match_their_range() {
         let overlapping = Decision::Switch {
             arg: 0,
-            cases: vec![Case::exact(0x8927, Answer::Violation), Case { value: 0x8900, bits: 24, answer: Answer::Violation }],
+            cases: vec![
+                Case::exact(0x8927, Answer::Violation),
+                Case { value: 0x8900, bits: 24, answer: Answer::Violation },
+            ],
             otherwise: Answer::Return(RET_ALLOW),
         };
         assert!(build(&[(40, overlapping)], ret_errno(libc::ENOSYS), RET_TRAP).unwrap_err().contains("overlapping"));
-        let block = vec![(40, Decision::Switch {
-            arg: 1,
-            cases: vec![Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) }],
-            otherwise: Answer::Return(RET_ALLOW),
-        })];
+        let block = vec![(
+            40,
+            Decision::Switch {
+                arg: 1,
+                cases: vec![Case { value: 0x8900, bits: 24, answer: Answer::Return(ret_errno(libc::EPERM)) }],
+                otherwise: Answer::Return(RET_ALLOW),
+            },
+        )];
         let p = build(&block, ret_errno(libc::ENOSYS), RET_TRAP).unwrap();
-        for (request, want) in [(0x8912, ret_errno(libc::EPERM)), (0x89ff, ret_errno(libc::EPERM)), (0x8900, ret_errno(libc::EPERM)),
-            (0x88ff, RET_ALLOW), (0x8a00, RET_ALLOW), (0x5401, RET_ALLOW), ((1 << 32) | 0x8946, ret_errno(libc::EPERM))] {
+        for (request, want) in [
+            (0x8912, ret_errno(libc::EPERM)),
+            (0x89ff, ret_errno(libc::EPERM)),
+            (0x8900, ret_errno(libc::EPERM)),
+            (0x88ff, RET_ALLOW),
+            (0x8a00, RET_ALLOW),
+            (0x5401, RET_ALLOW),
+            ((1 << 32) | 0x8946, ret_errno(libc::EPERM)),
+        ] {
             assert_eq!(ret(&p, AUDIT_ARCH, 40, [3, request, 0, 0, 0, 0]), want, "{request:#x}");
         }
     }

@@ -85,19 +85,27 @@ pub struct Spawned {
 ///
 /// Refused ([`SpawnError::Threads`]) unless the caller is single-threaded: the child
 /// allocates before `execve`, which is only sound when no other thread can hold a lock.
-pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, String)]) -> Result<Spawned, SpawnError> {
+pub fn spawn(
+    policy: &Policy,
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+) -> Result<Spawned, SpawnError> {
     let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
     match thread_count() {
         Ok(1) => {}
         Ok(threads) => return Err(SpawnError::Threads { threads }),
-        Err(source) => return Err(SpawnError::Parent { call: "count this process's threads (/proc/self/stat)", source }),
+        Err(source) => {
+            return Err(SpawnError::Parent { call: "count this process's threads (/proc/self/stat)", source })
+        }
     }
     let mut policy = policy.clone();
     policy.keep_fds_below = VIOLATION_FD + 1;
     policy.violation_fd = Some(VIOLATION_FD);
     policy.validate().map_err(|e| invalid(&e))?;
     // exec is a violation for seccomp; the launcher's one exec is let through below.
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network, observe: false }).map_err(|e| invalid(&e))?;
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network, observe: false })
+        .map_err(|e| invalid(&e))?;
     let (reports, reports_child) = rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,
         rustix::net::SocketType::SEQPACKET,
@@ -106,7 +114,8 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
     )
     .map_err(|e| SpawnError::Parent { call: "create the violation socket (socketpair)", source: e.into() })?;
     let c_program = CString::new(program.as_os_str().as_bytes()).map_err(|e| invalid(&e))?;
-    let c_args = args.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<Vec<_>, _>>().map_err(|e| invalid(&e))?;
+    let c_args =
+        args.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<Vec<_>, _>>().map_err(|e| invalid(&e))?;
     let c_env = env
         .iter()
         .map(|(k, v)| CString::new(format!("{k}={v}")))
@@ -178,7 +187,11 @@ pub fn spawn(policy: &Policy, program: &Path, args: &[String], env: &[(String, S
 /// Receive the child's seccomp listener, let its one `execve` through, and read the
 /// error pipe to its end (empty: the program runs). Anything else from the child is an
 /// error, and the child is killed by the caller.
-fn let_the_launcher_exec(pid: libc::pid_t, reports: &OwnedFd, mut errors: std::fs::File) -> Result<OwnedFd, SpawnError> {
+fn let_the_launcher_exec(
+    pid: libc::pid_t,
+    reports: &OwnedFd,
+    mut errors: std::fs::File,
+) -> Result<OwnedFd, SpawnError> {
     let failed = |what: &str| SpawnError::Child(what.to_string());
     let mut byte = [0u8; 1];
     let listener = match crate::fdpass::recv(reports.as_fd(), &mut byte) {
@@ -186,8 +199,14 @@ fn let_the_launcher_exec(pid: libc::pid_t, reports: &OwnedFd, mut errors: std::f
         // No listener: the lockdown failed before seccomp; the pipe says why.
         Ok(_) => {
             let mut report = String::new();
-            errors.read_to_string(&mut report).map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
-            return Err(SpawnError::Child(if report.is_empty() { "the sandbox sent no seccomp listener".into() } else { report }));
+            errors
+                .read_to_string(&mut report)
+                .map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+            return Err(SpawnError::Child(if report.is_empty() {
+                "the sandbox sent no seccomp listener".into()
+            } else {
+                report
+            }));
         }
         Err(source) => return Err(SpawnError::Parent { call: "receive the seccomp listener", source }),
     };
@@ -201,9 +220,15 @@ fn let_the_launcher_exec(pid: libc::pid_t, reports: &OwnedFd, mut errors: std::f
     if ready <= 0 || fds[0].revents & libc::POLLIN == 0 {
         let mut report = String::new();
         if fds[1].revents != 0 {
-            errors.read_to_string(&mut report).map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
+            errors
+                .read_to_string(&mut report)
+                .map_err(|source| SpawnError::Parent { call: "read the error pipe", source })?;
         }
-        return Err(SpawnError::Child(if report.is_empty() { "the sandbox never reached its exec".into() } else { report }));
+        return Err(SpawnError::Child(if report.is_empty() {
+            "the sandbox never reached its exec".into()
+        } else {
+            report
+        }));
     }
     let notification = seccomp::receive_notification(listener.as_raw_fd())
         .map_err(|source| SpawnError::Parent { call: "receive the launcher's exec notification", source })?;

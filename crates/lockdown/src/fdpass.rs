@@ -28,7 +28,9 @@ pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io:
     loop {
         match sendmsg(socket, &[IoSlice::new(bytes)], &mut control, SendFlags::NOSIGNAL) {
             Ok(n) if n == bytes.len() => return Ok(()),
-            Ok(n) => return Err(io::Error::new(io::ErrorKind::WriteZero, format!("sent {n} of {} bytes", bytes.len()))),
+            Ok(n) => {
+                return Err(io::Error::new(io::ErrorKind::WriteZero, format!("sent {n} of {} bytes", bytes.len())))
+            }
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
         }

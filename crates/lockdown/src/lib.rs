@@ -66,7 +66,6 @@ pub mod ruleset;
 pub mod seccomp;
 mod sys;
 
-
 pub use errors::LockdownError;
 pub use policy::{Identity, Limits, Policy, VisibleOnly, WorkspaceQuota};
 pub use probe::{probe, Probe};
@@ -127,17 +126,15 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     let address_space_now = rlimits::current_address_space()?;
 
     process::isolate_process(policy.keep_fds_below, parent)?;
-    let namespaces = if policy.namespaces {
-        namespaces::enter_namespaces(as_root, policy.best_effort)?
-    } else {
-        Vec::new()
-    };
+    let namespaces =
+        if policy.namespaces { namespaces::enter_namespaces(as_root, policy.best_effort)? } else { Vec::new() };
     let identity = if as_root { policy.run_as } else { None };
     let workspace_quota = match &policy.workspace_quota {
         // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
         Some(quota) if as_root || namespaces.contains(&"user") => match mounts::enter_mount_namespace() {
             Ok(()) => {
-                let (uids, gids) = sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
+                let (uids, gids) =
+                    sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
                 let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
                 // Once in the namespace, every failure is an error, best effort or not.
                 mounts::prepare_filesystem(policy, quota, owner)?;

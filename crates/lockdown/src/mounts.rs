@@ -97,8 +97,14 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     sys::umount_detach("/.old-root").map_err(failed("umount the old root"))?;
     fs::remove_dir("/.old-root").map_err(failed("rmdir .old-root"))?;
     // The skeleton itself is read-only: only the workspace below it can be written.
-    sys::mount(None, "/", None, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV, None)
-        .map_err(failed("remount / read-only"))
+    sys::mount(
+        None,
+        "/",
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+        None,
+    )
+    .map_err(failed("remount / read-only"))
 }
 
 /// Cover `visible.dir` (already bound under `root`) with an empty tmpfs and bind back
@@ -142,7 +148,8 @@ fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, Namespac
         // A remount must keep the flags the kernel locked on the original (nosuid,
         // nodev, noexec in a user namespace), or it is refused.
         let locked = sys::mount_flags(&dest).map_err(failed(format!("statvfs {}", target.display())))?;
-        sys::remount_bind(&dest, locked | libc::MS_RDONLY).map_err(failed(format!("remount {} read-only", path.display())))?;
+        sys::remount_bind(&dest, locked | libc::MS_RDONLY)
+            .map_err(failed(format!("remount {} read-only", path.display())))?;
     }
     Ok(true)
 }

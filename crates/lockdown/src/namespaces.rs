@@ -46,8 +46,7 @@ fn tolerated(error: &NamespaceError, best_effort: bool) -> bool {
 
 fn enter_user_namespace() -> Result<(), NamespaceError> {
     let (uids, gids) = sys::ids().map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
-    sys::unshare(libc::CLONE_NEWUSER)
-        .map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
+    sys::unshare(libc::CLONE_NEWUSER).map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
     let write = |file: &'static str, text: String| {
         fs::write(file, text).map_err(|source| NamespaceError::IdMap { file, source })
     };
@@ -64,8 +63,10 @@ mod tests {
 
     #[test]
     fn best_effort_passes_over_a_refused_namespace_but_never_a_missing_id_map() {
-        let refused = || NamespaceError::Unshare { what: "user".into(), source: io::Error::from_raw_os_error(libc::EPERM) };
-        let unmapped = || NamespaceError::IdMap { file: "/proc/self/uid_map", source: io::Error::from_raw_os_error(libc::EPERM) };
+        let refused =
+            || NamespaceError::Unshare { what: "user".into(), source: io::Error::from_raw_os_error(libc::EPERM) };
+        let unmapped =
+            || NamespaceError::IdMap { file: "/proc/self/uid_map", source: io::Error::from_raw_os_error(libc::EPERM) };
         assert!(tolerated(&refused(), true));
         assert!(!tolerated(&refused(), false));
         assert!(!tolerated(&unmapped(), true), "entered but unmapped is an error even with best effort");

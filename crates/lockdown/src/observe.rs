@@ -188,7 +188,8 @@ impl Policy {
     /// For learning only: it says what to add to a profile, and enforces nothing.
     pub fn grants(&self, path: &Path, access: FileAccess) -> bool {
         let Some(path) = resolve(path) else { return false };
-        let beneath = |roots: &[PathBuf]| roots.iter().filter_map(|r| r.canonicalize().ok()).any(|r| path.starts_with(r));
+        let beneath =
+            |roots: &[PathBuf]| roots.iter().filter_map(|r| r.canonicalize().ok()).any(|r| path.starts_with(r));
         match access {
             FileAccess::Read => beneath(&self.read_only) || beneath(&self.read_write) || beneath(&self.executable),
             FileAccess::Write => beneath(&self.read_write),

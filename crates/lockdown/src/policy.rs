@@ -171,7 +171,11 @@ impl Policy {
         }
         for v in &self.visible_only {
             check_path(&v.dir)?;
-            if let Some(bad) = v.entries.iter().find(|e| e.is_empty() || *e == "." || *e == ".." || e.contains('/') || e.contains('\0')) {
+            if let Some(bad) = v
+                .entries
+                .iter()
+                .find(|e| e.is_empty() || *e == "." || *e == ".." || e.contains('/') || e.contains('\0'))
+            {
                 return Err(PolicyError::BadVisibleEntry { dir: v.dir.clone(), entry: bad.clone() });
             }
         }
@@ -255,7 +259,12 @@ mod tests {
 
     #[test]
     fn showing_only_some_entries_needs_the_private_root_and_plain_names() {
-        let visible = |entries: &[&str]| vec![VisibleOnly { dir: "/usr/lib/R/library".into(), entries: entries.iter().map(|e| e.to_string()).collect() }];
+        let visible = |entries: &[&str]| {
+            vec![VisibleOnly {
+                dir: "/usr/lib/R/library".into(),
+                entries: entries.iter().map(|e| e.to_string()).collect(),
+            }]
+        };
         let p = Policy { visible_only: visible(&["stats"]), ..Policy::default() };
         assert!(matches!(p.validate(), Err(PolicyError::VisibleOnlyWithoutPrivateRoot)));
         for bad in ["..", "a/b", ""] {

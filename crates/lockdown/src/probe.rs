@@ -67,7 +67,9 @@ fn cgroup_v2_writable() -> bool {
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
     mounts.lines().any(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        fields.len() > 3 && fields[2] == "cgroup2" && fields[3].starts_with("rw")
+        fields.len() > 3
+            && fields[2] == "cgroup2"
+            && fields[3].starts_with("rw")
             && std::fs::metadata(fields[1]).map(|m| !m.permissions().readonly()).unwrap_or(false)
             && sys::access_writable(fields[1])
     })

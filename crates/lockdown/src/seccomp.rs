@@ -77,7 +77,6 @@ macro_rules! table {
     };
 }
 
-
 #[cfg(target_arch = "x86_64")]
 table! {
     // memory
@@ -347,7 +346,8 @@ impl SeccompFilters {
     /// Generate the program for a profile. Pure: touches no kernel state.
     pub fn build(profile: SeccompProfile) -> Result<Self, PolicyError> {
         let build = |violation| {
-            bpf::build(&decisions(profile, violation), bpf::ret_errno(libc::ENOSYS), violation).map_err(PolicyError::Seccomp)
+            bpf::build(&decisions(profile, violation), bpf::ret_errno(libc::ENOSYS), violation)
+                .map_err(PolicyError::Seccomp)
         };
         Ok(SeccompFilters { notify: build(RET_USER_NOTIF)?, trap: build(RET_TRAP)? })
     }
@@ -375,7 +375,8 @@ impl SeccompFilters {
                 let listener = install_program(&self.notify, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)?;
                 // SAFETY: both fds are open for the duration of the call: the caller's
                 // report socket, and the listener the kernel just gave us.
-                let (socket, listener_fd) = unsafe { (BorrowedFd::borrow_raw(socket), BorrowedFd::borrow_raw(listener)) };
+                let (socket, listener_fd) =
+                    unsafe { (BorrowedFd::borrow_raw(socket), BorrowedFd::borrow_raw(listener)) };
                 let sent = crate::fdpass::send(socket, b"L", &[listener_fd]);
                 // Close our copy whatever happened: nobody in the sandbox may hold it.
                 sys::close(listener);
@@ -454,8 +455,17 @@ mod tests {
 
     #[test]
     fn dangerous_calls_are_never_allowed() {
-        for name in ["SYS_ptrace", "SYS_bpf", "SYS_keyctl", "SYS_mount", "SYS_unshare", "SYS_setns",
-            "SYS_io_uring_setup", "SYS_userfaultfd", "SYS_perf_event_open"] {
+        for name in [
+            "SYS_ptrace",
+            "SYS_bpf",
+            "SYS_keyctl",
+            "SYS_mount",
+            "SYS_unshare",
+            "SYS_setns",
+            "SYS_io_uring_setup",
+            "SYS_userfaultfd",
+            "SYS_perf_event_open",
+        ] {
             let entry = SYSCALLS.iter().find(|(n, _, _)| *n == name).expect(name);
             assert_eq!(entry.2, Violation, "{name}");
         }
@@ -481,7 +491,8 @@ mod tests {
     fn expected(profile: SeccompProfile, nr: u32, args: [u64; 6], violation: u32) -> u32 {
         let (eperm, low) = (bpf::ret_errno(libc::EPERM), |i: usize| args[i] as u32);
         let nr = i64::from(nr);
-        let refuse_unless_zero = |arg_indices: &[usize]| if arg_indices.iter().any(|i| args[*i] != 0) { eperm } else { RET_ALLOW };
+        let refuse_unless_zero =
+            |arg_indices: &[usize]| if arg_indices.iter().any(|i| args[*i] != 0) { eperm } else { RET_ALLOW };
         match nr {
             libc::SYS_clone if low(0) & forbidden_clone_flags() != 0 => return violation,
             libc::SYS_ioctl if FORBIDDEN_IOCTLS.iter().any(|r| *r as u32 == low(1)) => return violation,
@@ -497,14 +508,36 @@ mod tests {
             _ => {}
         }
         // Learning reports the file calls the program allows (only with a listener).
-        let allowed = if profile.observe && crate::observe::is_observed(nr) && violation == RET_USER_NOTIF { RET_USER_NOTIF } else { RET_ALLOW };
+        let allowed = if profile.observe && crate::observe::is_observed(nr) && violation == RET_USER_NOTIF {
+            RET_USER_NOTIF
+        } else {
+            RET_ALLOW
+        };
         match SYSCALLS.iter().find(|(_, n, _)| *n == nr).map(|(_, _, t)| *t) {
             None => bpf::ret_errno(libc::ENOSYS),
             Some(Allow) => allowed,
-            Some(Exec) => if profile.exec { allowed } else { violation },
+            Some(Exec) => {
+                if profile.exec {
+                    allowed
+                } else {
+                    violation
+                }
+            }
             Some(Violation) => violation,
-            Some(SocketCreate) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) },
-            Some(SocketAddress) => if profile.network { RET_ALLOW } else { bpf::ret_errno(libc::ENOSYS) },
+            Some(SocketCreate) => {
+                if profile.network {
+                    RET_ALLOW
+                } else {
+                    bpf::ret_errno(libc::EACCES)
+                }
+            }
+            Some(SocketAddress) => {
+                if profile.network {
+                    RET_ALLOW
+                } else {
+                    bpf::ret_errno(libc::ENOSYS)
+                }
+            }
             Some(Refused) => eperm,
             Some(Fork) => RET_ALLOW,
         }
@@ -514,9 +547,31 @@ mod tests {
     /// garbage in the upper half, and pseudo-random words.
     fn argument_samples() -> Vec<[u64; 6]> {
         let mut samples = vec![[0; 6], [u64::MAX; 6]];
-        let mut special: Vec<u64> = vec![1, 0x11, 1 << 32, 1 << 63, libc::TCGETS, libc::TIOCSTI, libc::TIOCLINUX, 0x8912, 0x89ff, 0x8b01,
-            0x8a00, 15, 22, 35, 4, 0x5356_4d41, 0x5961_6d61, 17, 26, 77];
-        special.extend(NAMESPACE_CLONE_FLAGS.iter().chain([&libc::CLONE_PARENT]).map(|f| *f as u64 | libc::SIGCHLD as u64));
+        let mut special: Vec<u64> = vec![
+            1,
+            0x11,
+            1 << 32,
+            1 << 63,
+            libc::TCGETS,
+            libc::TIOCSTI,
+            libc::TIOCLINUX,
+            0x8912,
+            0x89ff,
+            0x8b01,
+            0x8a00,
+            15,
+            22,
+            35,
+            4,
+            0x5356_4d41,
+            0x5961_6d61,
+            17,
+            26,
+            77,
+        ];
+        special.extend(
+            NAMESPACE_CLONE_FLAGS.iter().chain([&libc::CLONE_PARENT]).map(|f| *f as u64 | libc::SIGCHLD as u64),
+        );
         for v in special.clone() {
             special.push(v | (0xdead_u64 << 32));
         }
@@ -576,7 +631,12 @@ mod tests {
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
         // are violations, with a listener or without.
         let trap = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, args).0;
-        let thread = (libc::CLONE_VM | libc::CLONE_FS | libc::CLONE_FILES | libc::CLONE_SIGHAND | libc::CLONE_THREAD | libc::CLONE_SYSVSEM) as u64;
+        let thread = (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM) as u64;
         for allowed in [libc::SIGCHLD as u64, thread] {
             assert_eq!(run(libc::SYS_clone, [allowed, 0, 0, 0, 0, 0]), RET_ALLOW, "{allowed:#x}");
             assert_eq!(trap(libc::SYS_clone, [allowed, 0, 0, 0, 0, 0]), RET_ALLOW, "{allowed:#x}");
@@ -600,7 +660,11 @@ mod tests {
         assert_eq!(run(libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), RET_ALLOW);
         assert_eq!(run(libc::SYS_utimensat, [3, 0x7fff_0000, 0, 0, 0, 0]), eperm);
         assert_eq!(run(libc::SYS_seccomp, [0; 6]), bpf::ret_errno(libc::ENOSYS), "no filters of its own");
-        assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_SECCOMP as u64, 2, 0, 0, 0, 0]), RET_USER_NOTIF, "nor through prctl");
+        assert_eq!(
+            run(libc::SYS_prctl, [libc::PR_SET_SECCOMP as u64, 2, 0, 0, 0, 0]),
+            RET_USER_NOTIF,
+            "nor through prctl"
+        );
         assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_DUMPABLE as u64, 1, 0, 0, 0, 0]), eperm);
         assert_eq!(run(libc::SYS_prctl, [libc::PR_SET_NAME as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
         assert_eq!(run(libc::SYS_ioctl, [3, 0x8912, 0, 0, 0, 0]), eperm, "SIOCGIFCONF");

@@ -73,9 +73,7 @@ pub fn drop_bounding_capability(cap: u32) -> io::Result<()> {
 /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)`.
 pub fn clear_ambient_capabilities() -> io::Result<()> {
     // SAFETY: integer-only prctl.
-    check_int(unsafe {
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
-    })
+    check_int(unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) })
 }
 
 #[repr(C)]
@@ -160,7 +158,13 @@ pub fn unshare(flags: libc::c_int) -> io::Result<()> {
 }
 
 /// `mount(NULL or source, target, NULL, flags, NULL)` for propagation changes.
-pub fn mount(source: Option<&str>, target: &str, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) -> io::Result<()> {
+pub fn mount(
+    source: Option<&str>,
+    target: &str,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> io::Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::other("NUL in mount argument"));
     let (source, target) = (source.map(c).transpose()?, c(target)?);
     let (fstype, data) = (fstype.map(c).transpose()?, data.map(c).transpose()?);
@@ -189,7 +193,13 @@ pub fn bind_mount(source: &std::ffi::CStr, target: &std::ffi::CStr) -> io::Resul
 pub fn remount_bind(target: &std::ffi::CStr, flags: libc::c_ulong) -> io::Result<()> {
     // SAFETY: a valid NUL-terminated target; null source, type and data are allowed.
     check_int(unsafe {
-        libc::mount(std::ptr::null(), target.as_ptr(), std::ptr::null(), libc::MS_REMOUNT | libc::MS_BIND | flags, std::ptr::null())
+        libc::mount(
+            std::ptr::null(),
+            target.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REMOUNT | libc::MS_BIND | flags,
+            std::ptr::null(),
+        )
     })
 }
 
@@ -200,8 +210,13 @@ pub fn mount_flags(path: &std::ffi::CStr) -> io::Result<libc::c_ulong> {
     // SAFETY: a valid path and a writable statvfs.
     check_int(unsafe { libc::statvfs(path.as_ptr(), &mut st) })?;
     // ST_* and MS_* share these bit values.
-    let keep = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_NOATIME
-        | libc::MS_NODIRATIME | libc::MS_RELATIME;
+    let keep = libc::MS_RDONLY
+        | libc::MS_NOSUID
+        | libc::MS_NODEV
+        | libc::MS_NOEXEC
+        | libc::MS_NOATIME
+        | libc::MS_NODIRATIME
+        | libc::MS_RELATIME;
     Ok(st.f_flag & keep)
 }
 
@@ -221,8 +236,7 @@ pub fn umount_detach(target: &str) -> io::Result<()> {
 /// `close_range(first, ~0, 0)`: close every fd from `first` up.
 pub fn close_fds_from(first: RawFd) -> io::Result<()> {
     // SAFETY: integer-only system call; closing fds we no longer use is the point.
-    check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) })
-        .map(drop)
+    check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) }).map(drop)
 }
 
 /// `setrlimit(resource, {soft, hard})`.

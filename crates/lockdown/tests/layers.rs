@@ -579,7 +579,11 @@ fn best_effort_never_passes_over_a_user_namespace_without_id_maps() {
             Err(e) => {
                 let text = error_chain(&e);
                 let named = ["namespaces layer", "without id maps", "best_effort"].iter().all(|w| text.contains(w));
-                if named { Ok(()) } else { Err(format!("the error should name the layer and the option: {text}")) }
+                if named {
+                    Ok(())
+                } else {
+                    Err(format!("the error should name the layer and the option: {text}"))
+                }
             }
         }
     });
@@ -983,7 +987,10 @@ fn seccomp_metadata_by_path_and_other_pids_are_eperm(caller: Caller) {
         let mut limit = libc::rlimit { rlim_cur: 17, rlim_max: 17 };
         let rc = unsafe { libc::prlimit(parent, libc::RLIMIT_NOFILE, &limit, std::ptr::null_mut()) };
         expect_errno("prlimit(parent)", rc.into(), libc::EPERM)?;
-        expect_ok("prlimit(self, get)", unsafe { libc::prlimit(0, libc::RLIMIT_NOFILE, std::ptr::null(), &mut limit) }.into())?;
+        expect_ok(
+            "prlimit(self, get)",
+            unsafe { libc::prlimit(0, libc::RLIMIT_NOFILE, std::ptr::null(), &mut limit) }.into(),
+        )?;
         let other = unsafe { libc::setpriority(libc::PRIO_PROCESS, parent as libc::id_t, 19) };
         expect_errno("setpriority(parent)", other.into(), libc::EPERM)?;
         let all = unsafe { libc::setpriority(libc::PRIO_USER, 0, 19) };
@@ -995,7 +1002,11 @@ fn seccomp_metadata_by_path_and_other_pids_are_eperm(caller: Caller) {
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         unsafe { libc::CPU_SET(0, &mut set) };
         let size = std::mem::size_of::<libc::cpu_set_t>();
-        expect_errno("sched_setaffinity(parent)", unsafe { libc::sched_setaffinity(parent, size, &set) }.into(), libc::EPERM)?;
+        expect_errno(
+            "sched_setaffinity(parent)",
+            unsafe { libc::sched_setaffinity(parent, size, &set) }.into(),
+            libc::EPERM,
+        )?;
         expect_ok("sched_setaffinity(self)", unsafe { libc::sched_setaffinity(0, size, &set) }.into())?;
         // The fd forms still work (the file is the caller's own, opened before).
         expect_ok("futimens(fd)", unsafe { libc::futimens(fd, std::ptr::null()) }.into())?;
@@ -1180,7 +1191,11 @@ fn seccomp_listener_reports_after_a_cancelled_notification(caller: Caller) {
         let mut status = 0;
         expect_ok("waitpid", unsafe { libc::waitpid(pid, &mut status, 0) }.into())?;
         check_eq("grandchild killed", (libc::WIFSIGNALED(status), libc::WTERMSIG(status)), (true, libc::SIGKILL))?;
-        expect_errno("unshare(CLONE_NEWNET) after the cancelled one", unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(), libc::EPERM)
+        expect_errno(
+            "unshare(CLONE_NEWNET) after the cancelled one",
+            unsafe { libc::unshare(libc::CLONE_NEWNET) }.into(),
+            libc::EPERM,
+        )
     });
     drop(sandbox_end);
     let listener = match receive_fd(&supervisor) {
@@ -1280,7 +1295,12 @@ fn sweep(caller: Caller, profile: SeccompProfile, under: libseccomp::ScmpAction)
             let n = seccomp::receive_notification(listener).unwrap();
             reported.push(n.syscall);
             let resp = libc::seccomp_notif_resp { id: n.id, val: 0, error: -VIOLATION, flags: 0 };
-            assert_eq!(unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) }, 0, "{}", io::Error::last_os_error());
+            assert_eq!(
+                unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) },
+                0,
+                "{}",
+                io::Error::last_os_error()
+            );
         } else if fds[1].revents != 0 {
             break;
         }
@@ -1319,10 +1339,28 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                     _ if nr as libc::c_long == libc::SYS_prctl => libc::EPERM,
                     None => libc::ENOSYS,
                     Some(seccomp::Treatment::Allow) => CAUGHT,
-                    Some(seccomp::Treatment::Exec) => if exec { CAUGHT } else { VIOLATION },
+                    Some(seccomp::Treatment::Exec) => {
+                        if exec {
+                            CAUGHT
+                        } else {
+                            VIOLATION
+                        }
+                    }
                     Some(seccomp::Treatment::Violation) => VIOLATION,
-                    Some(seccomp::Treatment::SocketCreate) => if network { CAUGHT } else { libc::EACCES },
-                    Some(seccomp::Treatment::SocketAddress) => if network { CAUGHT } else { libc::ENOSYS },
+                    Some(seccomp::Treatment::SocketCreate) => {
+                        if network {
+                            CAUGHT
+                        } else {
+                            libc::EACCES
+                        }
+                    }
+                    Some(seccomp::Treatment::SocketAddress) => {
+                        if network {
+                            CAUGHT
+                        } else {
+                            libc::ENOSYS
+                        }
+                    }
                     Some(seccomp::Treatment::Refused) => libc::EPERM,
                     // Swept with zero flags: an ordinary fork, allowed and not reported.
                     Some(seccomp::Treatment::Fork) => CAUGHT,
@@ -1337,7 +1375,10 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                 };
                 if got != want {
                     let name = entry.map_or("?", |e| e.0);
-                    wrong.push(format!("{nr} {name}: under ERRNO {}, under TRACE {}, reported {was_reported}; want {want}", errnos[nr], traced[nr]));
+                    wrong.push(format!(
+                        "{nr} {name}: under ERRNO {}, under TRACE {}, reported {was_reported}; want {want}",
+                        errnos[nr], traced[nr]
+                    ));
                 }
             }
             assert!(wrong.is_empty(), "under {profile:?}:\n{}", wrong.join("\n"));
@@ -1366,7 +1407,9 @@ both_callers!(
 fn command_spawn_runs_a_program_from_a_single_threaded_caller(caller: Caller) {
     let ws = Workspace::new(caller.sandbox_identity());
     // The program and its dynamic loader (mapped with execute rights).
-    let loader = fs::canonicalize("/lib64/ld-linux-x86-64.so.2").or_else(|_| fs::canonicalize("/lib/ld-linux-aarch64.so.1")).unwrap();
+    let loader = fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
+        .or_else(|_| fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
+        .unwrap();
     let policy = Policy { executable: vec!["/usr/bin/false".into(), loader], ..realistic_policy(caller, &ws) };
     let outcome = run(caller, move || {
         check_eq("threads of the forked child", io_ok("thread_count", lockdown::command::thread_count())?, 1)?;
@@ -1570,7 +1613,11 @@ fn apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing(calle
         let applied = apply(&child_policy, &filters, parent)?;
         check_eq("Applied::learning", applied.learning, true)?;
         // As root the identity switch already cleared it, and root's supervisor needs none.
-        check_eq("dumpable", prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?, if caller == Caller::Root { 0 } else { 1 })?;
+        check_eq(
+            "dumpable",
+            prctl_get("PR_GET_DUMPABLE", libc::PR_GET_DUMPABLE)?,
+            if caller == Caller::Root { 0 } else { 1 },
+        )?;
         expect_io_errno("open the secret", fs::File::open(&secret_c), libc::EACCES)?;
         io_ok("create in the workspace", fs::write(&created_c, "made\n"))?;
         // SAFETY: unshare takes flags only; seccomp answers it before the kernel runs it.

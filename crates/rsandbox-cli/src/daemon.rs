@@ -64,7 +64,11 @@ impl DaemonKey {
         {
             return None;
         }
-        Some(DaemonKey { preload: config.preload.clone(), best_effort: config.best_effort, namespaces: config.namespaces })
+        Some(DaemonKey {
+            preload: config.preload.clone(),
+            best_effort: config.best_effort,
+            namespaces: config.namespaces,
+        })
     }
 
     /// The socket's file name: a hash of the key, the binaries and the environment.
@@ -90,7 +94,9 @@ pub fn runtime_dir() -> Result<PathBuf, String> {
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(base) if base.is_absolute() && std::fs::metadata(&base).is_ok_and(|m| m.uid() == uid) => base.join("rsandbox"),
+        Some(base) if base.is_absolute() && std::fs::metadata(&base).is_ok_and(|m| m.uid() == uid) => {
+            base.join("rsandbox")
+        }
         _ => std::env::temp_dir().join(format!("rsandbox-{uid}")),
     };
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
@@ -139,7 +145,9 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
     let files: Vec<Value> = job
         .files
         .iter()
-        .map(|(path, data)| json!({"path": path, "data_base64": base64::engine::general_purpose::STANDARD.encode(data)}))
+        .map(
+            |(path, data)| json!({"path": path, "data_base64": base64::engine::general_purpose::STANDARD.encode(data)}),
+        )
         .collect();
     let request = json!({
         "op": "eval", "id": 1, "code": job.code, "timeout": options.timeout.as_secs_f64(),
@@ -156,9 +164,11 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
     if response.is_empty() {
         return Err("the daemon ended without answering".into());
     }
-    let response: Value = serde_json::from_str(&response).map_err(|e| format!("the daemon's answer is not JSON: {e}"))?;
+    let response: Value =
+        serde_json::from_str(&response).map_err(|e| format!("the daemon's answer is not JSON: {e}"))?;
     if let Some(result) = response.get("result") {
-        let result = serde_json::from_value(result.clone()).map_err(|e| format!("the daemon's result is malformed: {e}"))?;
+        let result =
+            serde_json::from_value(result.clone()).map_err(|e| format!("the daemon's result is malformed: {e}"))?;
         return Ok(Some(Answer::Result(Box::new(result))));
     }
     let error = &response["error"];
@@ -222,7 +232,12 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
         "invalid daemon name {name:?}"
     );
     let dir = runtime_dir().map_err(anyhow::Error::msg)?;
-    let lock = std::fs::OpenOptions::new().create(true).write(true).truncate(false).mode(0o600).open(dir.join(format!("{name}.lock")))?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join(format!("{name}.lock")))?;
     if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return Ok(0); // another daemon of this name is up or starting
     }
@@ -285,7 +300,8 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 if STOP.load(Ordering::SeqCst) || (active.load(Ordering::SeqCst) == 0 && quiet >= idle) {
                     return Ok(());
                 }
-                let mut fd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 };
+                let mut fd =
+                    libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 };
                 // SAFETY: one valid pollfd; waking every 200 ms to look at the idle clock.
                 unsafe { libc::poll(&mut fd, 1, 200) };
             }
@@ -335,7 +351,8 @@ mod tests {
     #[test]
     fn keys_differ_by_what_changes_an_evaluation() {
         let base = DaemonKey::for_config(&EngineConfig::default()).unwrap();
-        let preload = DaemonKey::for_config(&EngineConfig { preload: vec!["stats4".into()], ..EngineConfig::default() }).unwrap();
+        let preload =
+            DaemonKey::for_config(&EngineConfig { preload: vec!["stats4".into()], ..EngineConfig::default() }).unwrap();
         let no_ns = DaemonKey::for_config(&EngineConfig { namespaces: false, ..EngineConfig::default() }).unwrap();
         assert_ne!(base.name(), preload.name());
         assert_ne!(base.name(), no_ns.name());

@@ -88,7 +88,9 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     if let Some(dir) = &io.output {
         write_outputs(dir, &result)?;
         if result.files_truncated {
-            eprintln!("rsandbox: --output: not every file was copied (over --max-output in all, or more than 10000 files)");
+            eprintln!(
+                "rsandbox: --output: not every file was copied (over --max-output in all, or more than 10000 files)"
+            );
         }
         // Written to disk: not repeated in the printed result.
         result.files.clear();
@@ -113,10 +115,14 @@ fn exit_status(result: &EvalResult) -> u8 {
 /// A host file or directory (recursively, regular files only) into `files`, under its
 /// base name.
 fn read_input(path: &Path, files: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).context(format!("--input {}: no usable file name", path.display()))?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context(format!("--input {}: no usable file name", path.display()))?;
     let mut stack = vec![(path.to_path_buf(), name.to_string())];
     while let Some((host, inside)) = stack.pop() {
-        let meta = std::fs::metadata(&host).map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
+        let meta = std::fs::metadata(&host)
+            .map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
         if meta.is_dir() {
             for entry in std::fs::read_dir(&host)? {
                 let entry = entry?;
@@ -124,7 +130,8 @@ fn read_input(path: &Path, files: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result
                 stack.push((entry.path(), format!("{inside}/{child}")));
             }
         } else if meta.is_file() {
-            let data = std::fs::read(&host).map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
+            let data = std::fs::read(&host)
+                .map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
             files.push((inside, data));
         }
     }
@@ -143,7 +150,9 @@ fn write_outputs(dir: &Path, result: &EvalResult) -> anyhow::Result<()> {
             match std::fs::symlink_metadata(&target) {
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => anyhow::bail!("--output: {} exists and is not a directory", target.display()),
-                Err(_) => std::fs::create_dir(&target).with_context(|| format!("cannot create {}", target.display()))?,
+                Err(_) => {
+                    std::fs::create_dir(&target).with_context(|| format!("cannot create {}", target.display()))?
+                }
             }
         }
         target.push(parts[parts.len() - 1]);
@@ -195,7 +204,14 @@ fn batch_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// `run --jobs N a.R b.R dir/`: each file in its own fresh sandbox from one engine that
 /// keeps N children ready; a line per file as each finishes; the worst exit status.
-pub fn batch(paths: &[PathBuf], args: &[String], jobs: Option<usize>, limits: &LimitArgs, engine: &EngineArgs, json: bool) -> anyhow::Result<u8> {
+pub fn batch(
+    paths: &[PathBuf],
+    args: &[String],
+    jobs: Option<usize>,
+    limits: &LimitArgs,
+    engine: &EngineArgs,
+    json: bool,
+) -> anyhow::Result<u8> {
     let options = limits.options(&engine.profile())?;
     options.validate()?;
     let files = batch_files(paths)?;
@@ -210,11 +226,13 @@ pub fn batch(paths: &[PathBuf], args: &[String], jobs: Option<usize>, limits: &L
         // A JSON consumer reads stdout; the bar would only be noise on its stderr.
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let queue = Arc::new(Mutex::new(files.into_iter().enumerate().collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>()));
+    let queue =
+        Arc::new(Mutex::new(files.into_iter().enumerate().collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>()));
     let worst = Arc::new(Mutex::new(0u8));
     let workers: Vec<_> = (0..jobs)
         .map(|_| {
-            let (queue, worst, engine, options, progress) = (queue.clone(), worst.clone(), engine.clone(), options.clone(), progress.clone());
+            let (queue, worst, engine, options, progress) =
+                (queue.clone(), worst.clone(), engine.clone(), options.clone(), progress.clone());
             let args = args.to_vec();
             std::thread::spawn(move || loop {
                 let Some((_, file)) = queue.lock().expect("queue").pop() else { return };
@@ -235,7 +253,13 @@ pub fn batch(paths: &[PathBuf], args: &[String], jobs: Option<usize>, limits: &L
 }
 
 /// One file of a batch: its output line and exit status.
-fn batch_one(engine: &rsandbox::Engine, file: &Path, options: &rsandbox::EvalOptions, args: &[String], json: bool) -> (String, u8) {
+fn batch_one(
+    engine: &rsandbox::Engine,
+    file: &Path,
+    options: &rsandbox::EvalOptions,
+    args: &[String],
+    json: bool,
+) -> (String, u8) {
     let name = file.display().to_string();
     let evaluated = read_source(&file.to_path_buf()).and_then(|code| {
         let mut request = EvalRequest::new(&code, options.clone());
@@ -252,7 +276,11 @@ fn batch_one(engine: &rsandbox::Engine, file: &Path, options: &rsandbox::EvalOpt
             } else {
                 // The message is the sandbox's text.
                 let tty = crate::terminal::Terminals::detect().stdout;
-                let detail = result.error.as_ref().map(|e| format!(": {}", crate::terminal::inert(&e.message, tty))).unwrap_or_default();
+                let detail = result
+                    .error
+                    .as_ref()
+                    .map(|e| format!(": {}", crate::terminal::inert(&e.message, tty)))
+                    .unwrap_or_default();
                 format!("{name}: {} ({} ms){detail}", result.outcome.name(), result.usage.wall_ms)
             };
             (line, status)

@@ -346,7 +346,8 @@ impl LimitArgs {
             disk: size("--disk", &self.disk, defaults.disk)?,
             processes: self.nproc.or(defaults.processes),
             open_files: self.nofile.or(defaults.open_files),
-            max_output: size("--max-output", &self.max_output, Some(defaults.max_output))?.unwrap_or(defaults.max_output),
+            max_output: size("--max-output", &self.max_output, Some(defaults.max_output))?
+                .unwrap_or(defaults.max_output),
         })
     }
 }
@@ -394,14 +395,18 @@ fn main() -> ExitCode {
             }
         }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, http, token_file, caps, prefork, engine } => serve(&engine, prefork, http, token_file, &caps),
+        Command::Serve { stdio: _, http, token_file, caps, prefork, engine } => {
+            serve(&engine, prefork, http, token_file, &caps)
+        }
         Command::Lint { file, json } => lint(read_source(&file), json),
         Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
             mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
         }
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
-        Command::Daemon { .. } => Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)")),
+        Command::Daemon { .. } => {
+            Err(anyhow::anyhow!("rsandbox daemon: say --stop (eval and run start the daemon themselves)"))
+        }
         Command::Check { json, engine } => check(json, &engine),
         Command::Learn { file, limits, engine } => learn(&file, &limits, &engine),
     };
@@ -477,7 +482,9 @@ pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> 
         Outcome::Timeout => Some(format!("time limit of {:?} reached; the sandbox was killed", options.timeout)),
         Outcome::CpuLimit => Some("CPU time limit reached".into()),
         Outcome::MemoryLimit => Some("memory limit reached".into()),
-        Outcome::OutputLimit => Some(format!("output limit of {} bytes reached; the sandbox was killed", options.max_output)),
+        Outcome::OutputLimit => {
+            Some(format!("output limit of {} bytes reached; the sandbox was killed", options.max_output))
+        }
         Outcome::FileSizeLimit => Some("file size limit reached".into()),
         Outcome::ProcessLimit => Some("process limit reached".into()),
         Outcome::Violation => Some(format!(
@@ -538,7 +545,11 @@ fn mcp(
         eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
         return Ok(EXIT_BAD_INPUT);
     }
-    let config = fronts::mcp::McpConfig { max_sessions, max_sessions_per_connection, idle_timeout: Duration::from_secs_f64(idle_timeout) };
+    let config = fronts::mcp::McpConfig {
+        max_sessions,
+        max_sessions_per_connection,
+        idle_timeout: Duration::from_secs_f64(idle_timeout),
+    };
     let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
         Err(code) => return Ok(code),
@@ -585,7 +596,10 @@ fn serve(
 
 /// The tokens for a network front, checked with the loopback rule before R starts:
 /// a bad token file or an open bind is bad input (exit 2), said on stderr.
-fn network_access(http: Option<std::net::SocketAddr>, token_file: Option<&std::path::Path>) -> Result<Option<fronts::auth::Tokens>, u8> {
+fn network_access(
+    http: Option<std::net::SocketAddr>,
+    token_file: Option<&std::path::Path>,
+) -> Result<Option<fronts::auth::Tokens>, u8> {
     let tokens = token_file.map(fronts::auth::Tokens::load).transpose().map_err(|e| {
         eprintln!("rsandbox: {e}");
         EXIT_BAD_INPUT
@@ -650,17 +664,49 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     println!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
     println!("  seccomp          {}", yes(probe.seccomp));
     println!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
-    println!("  running as root  {} {}", yes(probe.root), if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" });
-    println!("  cgroup v2        {}", if probe.cgroup_v2_writable { "writable (not used: the meter counts instead)" } else { "not writable (not used)" });
+    println!(
+        "  running as root  {} {}",
+        yes(probe.root),
+        if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" }
+    );
+    println!(
+        "  cgroup v2        {}",
+        if probe.cgroup_v2_writable {
+            "writable (not used: the meter counts instead)"
+        } else {
+            "not writable (not used)"
+        }
+    );
     match (&layers, &failure) {
         (Some(l), None) => {
             println!("an evaluation gets (a real sandbox was started and locked down)");
-            let namespaces = if l.namespaces.is_empty() { "none (no separate network stack; no socket can be created anyway)".to_string() } else { l.namespaces.join(", ") };
+            let namespaces = if l.namespaces.is_empty() {
+                "none (no separate network stack; no socket can be created anyway)".to_string()
+            } else {
+                l.namespaces.join(", ")
+            };
             println!("  namespaces       {namespaces}");
-            println!("  private root     {}", if l.private_root { "yes: host paths do not exist inside" } else { "no: host paths are visible to stat, Landlock keeps them unreadable" });
-            println!("  disk quota       {}", l.workspace_quota.map_or("NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(), |b| format!("{} MiB tmpfs", b >> 20)));
-            let shared = if engine.uid.is_some() { " for every sandbox (--uid: process limits are shared)" } else { "" };
-            println!("  identity         {}{shared}", l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid)));
+            println!(
+                "  private root     {}",
+                if l.private_root {
+                    "yes: host paths do not exist inside"
+                } else {
+                    "no: host paths are visible to stat, Landlock keeps them unreadable"
+                }
+            );
+            println!(
+                "  disk quota       {}",
+                l.workspace_quota.map_or(
+                    "NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(),
+                    |b| format!("{} MiB tmpfs", b >> 20)
+                )
+            );
+            let shared =
+                if engine.uid.is_some() { " for every sandbox (--uid: process limits are shared)" } else { "" };
+            println!(
+                "  identity         {}{shared}",
+                l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid))
+            );
             println!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
             println!("  landlock         {:?}", l.landlock);
             println!("  seccomp          {}", yes(l.seccomp));
@@ -672,9 +718,15 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             println!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
             let packages = match &profile.packages {
                 None => "every installed package".to_string(),
-                Some(p) => format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", ")),
+                Some(p) => {
+                    format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", "))
+                }
             };
-            println!("  profile          {}: {packages}{}", profile.name, if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) });
+            println!(
+                "  profile          {}: {packages}{}",
+                profile.name,
+                if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) }
+            );
             if !profile.write.is_empty() {
                 let dirs: Vec<String> = profile.write.iter().map(|p| p.display().to_string()).collect();
                 println!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));

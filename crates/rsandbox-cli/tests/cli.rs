@@ -638,7 +638,10 @@ fn terminal_escapes_from_the_sandbox_are_shown_not_sent() {
     let _g = shared();
     let code = r#"cat("title\033]0;owned\007 end\n"); message("clear\033[2J")"#;
     let command = format!("{} eval '{}'", env!("CARGO_BIN_EXE_rsandbox"), code.replace('\'', "'\\''"));
-    let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux) runs");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("title\\x1b]0;owned\\x07 end"), "{shown:?}");
@@ -715,8 +718,11 @@ fn profiles_set_limits_and_bad_ones_are_refused_by_line_and_key() {
 #[test]
 fn uid_gid_and_nice_apply_and_bad_ones_are_refused() {
     let _g = shared();
-    let (out, j) = eval_json(Who::Root, &["--uid", "2100000123", "--gid", "2100000124", "--nice", "7"],
-        "c(tools::psnice(Sys.getpid()), 1L)");
+    let (out, j) = eval_json(
+        Who::Root,
+        &["--uid", "2100000123", "--gid", "2100000124", "--nice", "7"],
+        "c(tools::psnice(Sys.getpid()), 1L)",
+    );
     assert_outcome(&out, &j, "ok", 0);
     assert_eq!(j["value"], json!([7, 1]), "{out}");
     assert_eq!(j["layers"]["identity"], json!({"uid": 2100000123u32, "gid": 2100000124u32}), "{out}");
@@ -724,11 +730,18 @@ fn uid_gid_and_nice_apply_and_bad_ones_are_refused() {
     // Root may also raise the priority (before the privilege drop); the sandbox may not.
     let (out, j) = eval_json(Who::Root, &["--nice", "-5"], "tools::psnice(Sys.getpid())");
     assert_eq!(j["value"], json!(-5), "{out}");
-    let (out, j) = eval_json(Who::Root, &["--nice", "5"], "c(tools::psnice(Sys.getpid(), value = 0), tools::psnice(Sys.getpid()))");
+    let (out, j) = eval_json(
+        Who::Root,
+        &["--nice", "5"],
+        "c(tools::psnice(Sys.getpid(), value = 0), tools::psnice(Sys.getpid()))",
+    );
     assert_eq!(j["value"], json!([5, 5]), "asking for nice 0 from inside changes nothing:{out}");
     let out = rsandbox(Who::Root, &["check", "--uid", "2100000200", "--nice", "5"]);
     out.assert_code(0);
-    assert!(out.stdout.contains("uid 2100000200 gid 2100000200 for every sandbox") && out.stdout.contains("nice 5"), "{out}");
+    assert!(
+        out.stdout.contains("uid 2100000200 gid 2100000200 for every sandbox") && out.stdout.contains("nice 5"),
+        "{out}"
+    );
 
     assert_rejected(Who::Root, &["eval", "--uid", "0", "1"], "0 is root");
     assert_rejected(Who::Root, &["eval", "--uid", "2100000123", "--gid", "0", "1"], "0 is root");
@@ -737,7 +750,9 @@ fn uid_gid_and_nice_apply_and_bad_ones_are_refused() {
     let test_user_uid = std::fs::read_to_string("/etc/passwd")
         .unwrap()
         .lines()
-        .find_map(|l| l.strip_prefix(&format!("{}:x:", common::TEST_USER)).and_then(|r| r.split(':').next().map(str::to_string)))
+        .find_map(|l| {
+            l.strip_prefix(&format!("{}:x:", common::TEST_USER)).and_then(|r| r.split(':').next().map(str::to_string))
+        })
         .expect("the test user exists");
     assert_rejected(Who::Root, &["eval", "--uid", &test_user_uid, "1"], "is the login account rsandbox-test");
     let (out, j) = eval_json(Who::Root, &["--uid", &test_user_uid, "--allow-login-uid"], "1");
@@ -758,7 +773,12 @@ fn profile_libraries_and_the_base_profile_reach_user_installed_packages() {
     std::fs::write(src.join("DESCRIPTION"), "Package: tinypkg\nVersion: 0.1\nTitle: Tiny\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
     std::fs::write(src.join("NAMESPACE"), "export(tiny)\n").unwrap();
     std::fs::write(src.join("R/tiny.R"), "tiny <- function() 'tiny says hi'\n").unwrap();
-    let installed = std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().expect("R CMD INSTALL runs");
+    let installed = std::process::Command::new("R")
+        .args(["CMD", "INSTALL", "-l"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .expect("R CMD INSTALL runs");
     assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
     let with = |text: &str| {
         let path = dir.join("p.toml");
@@ -776,7 +796,10 @@ fn profile_libraries_and_the_base_profile_reach_user_installed_packages() {
     let out = rsandbox_with(Who::Root, &["eval", "--profile", "base", code], &[("R_LIBS_USER", &lib_str)], None);
     out.assert_code(0);
     assert!(out.stdout.contains("tiny says hi"), "{out}");
-    let out = rsandbox(Who::Root, &["eval", "--profile", &with(&format!("libraries = [\"{lib_str}\"]\npackages = [\"stats\"]\n")), code]);
+    let out = rsandbox(
+        Who::Root,
+        &["eval", "--profile", &with(&format!("libraries = [\"{lib_str}\"]\npackages = [\"stats\"]\n")), code],
+    );
     out.assert_code(1);
     assert!(out.stderr.contains("there is no package called"), "the allowlist hides it:{out}");
     let out = rsandbox(Who::Root, &["eval", "--profile", &with("libraries = [\"/nonexistent/lib\"]\n"), "1"]);
@@ -804,11 +827,15 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
     std::fs::write(&missing, format!("read.csv('{}')", data.join("nope.csv").display())).unwrap();
     let out = rsandbox(Who::Root, &["learn", missing.to_str().unwrap()]);
     out.assert_code(1);
-    assert!(out.stdout.is_empty() && out.stderr.contains("an error learning cannot fix") && !out.stderr.contains("added"), "{out}");
+    assert!(
+        out.stdout.is_empty() && out.stderr.contains("an error learning cannot fix") && !out.stderr.contains("added"),
+        "{out}"
+    );
     std::fs::write(src.join("DESCRIPTION"), "Package: learnpkg\nVersion: 0.1\nTitle: T\nDescription: A test package.\nLicense: MIT\nAuthor: t\nMaintainer: t <t@example.org>\n").unwrap();
     std::fs::write(src.join("NAMESPACE"), "export(grade)\n").unwrap();
     std::fs::write(src.join("R/grade.R"), "grade <- function(x) ifelse(x >= 85, 'A', 'B')\n").unwrap();
-    let installed = std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().unwrap();
+    let installed =
+        std::process::Command::new("R").args(["CMD", "INSTALL", "-l"]).arg(&lib).arg(&src).output().unwrap();
     assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
     let csv = data.join("scores.csv").to_string_lossy().into_owned();
     // Where the report is written: as root each sandbox has a uid of its own.
@@ -822,14 +849,21 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         ("model", "fit <- lm(mpg ~ wt, data = mtcars); round(coef(fit)[['wt']], 2)".to_string(), "-5.34"),
         ("plot", "png('out.png'); hist(rnorm(100)); invisible(dev.off()); file.exists('out.png')".to_string(), "TRUE"),
         ("package", format!("library(learnpkg); d <- read.csv('{csv}'); paste(grade(d$score), collapse = '')"), "ABA"),
-        ("report", format!("d <- read.csv('{csv}'); write.csv(d[d$score > 80, ], '{report}', row.names = FALSE); nrow(d)"), "3"),
+        (
+            "report",
+            format!("d <- read.csv('{csv}'); write.csv(d[d$score > 80, ], '{report}', row.names = FALSE); nrow(d)"),
+            "3",
+        ),
     ];
     for (name, code, expected) in &scripts {
         let file = dir.join(format!("{name}.R"));
         std::fs::write(&file, code).unwrap();
         let out = rsandbox_with(Who::Root, &["learn", file.to_str().unwrap()], &lib_env, None);
         out.assert_code(0);
-        assert!(out.stdout.starts_with("# learned by rsandbox learn") && out.stdout.contains("[limits]"), "{name}:{out}");
+        assert!(
+            out.stdout.starts_with("# learned by rsandbox learn") && out.stdout.contains("[limits]"),
+            "{name}:{out}"
+        );
         let profile = dir.join(format!("{name}.toml"));
         std::fs::write(&profile, &out.stdout).unwrap();
         std::fs::remove_file(&report).ok();
@@ -838,10 +872,17 @@ fn learn_prints_a_profile_the_code_then_runs_under() {
         assert!(run.stdout.contains(expected), "{name}: the learned profile lets it run:{run}\n{}", out.stdout);
         match *name {
             "csv" => assert!(out.stdout.contains(&format!("read = [\"{}\"]", data.display())), "{out}"),
-            "package" => assert!(out.stdout.contains("packages = [\"learnpkg\"]") && out.stdout.contains("libraries = ["), "{out}"),
+            "package" => assert!(
+                out.stdout.contains("packages = [\"learnpkg\"]") && out.stdout.contains("libraries = ["),
+                "{out}"
+            ),
             "report" => {
                 assert!(out.stdout.contains(&format!("write = [\"{}\"]", reports.display())), "{out}");
-                assert_eq!(std::fs::read_to_string(&report).unwrap().lines().count(), 3, "the learned profile lets it write its report");
+                assert_eq!(
+                    std::fs::read_to_string(&report).unwrap().lines().count(),
+                    3,
+                    "the learned profile lets it write its report"
+                );
             }
             "model" | "plot" => assert!(!out.stdout.contains("read = "), "nothing outside R was read:{out}"),
             _ => {}

@@ -140,7 +140,10 @@ fn refused_then_runs_with(place: Place, who: Who, option: &str, missing: &str) -
     checked.assert_code(0);
     let checked_layers = checked.json()["evaluation"]["layers"].clone();
     for layer in ["namespaces", "private_root", "workspace_quota", "landlock", "seccomp"] {
-        assert_eq!(checked_layers[layer], j["layers"][layer], "check and an evaluation agree on {layer}:{checked}{out}");
+        assert_eq!(
+            checked_layers[layer], j["layers"][layer],
+            "check and an evaluation agree on {layer}:{checked}{out}"
+        );
     }
     j["layers"].clone()
 }

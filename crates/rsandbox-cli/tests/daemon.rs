@@ -29,7 +29,8 @@ fn eval_via(who: Who, base: &Path, idle: &str, extra: &[&str], code: &str) -> (O
     let mut args = vec!["eval", "--json"];
     args.extend_from_slice(extra);
     args.push(code);
-    let env = [("RSANDBOX_NO_DAEMON", "0"), ("XDG_RUNTIME_DIR", base.to_str().unwrap()), ("RSANDBOX_DAEMON_IDLE", idle)];
+    let env =
+        [("RSANDBOX_NO_DAEMON", "0"), ("XDG_RUNTIME_DIR", base.to_str().unwrap()), ("RSANDBOX_DAEMON_IDLE", idle)];
     let out = rsandbox_with(who, &args, &env, None);
     let json = out.json();
     (out, json)
@@ -45,7 +46,12 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 fn files_with(dir: &Path, extension: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == extension)).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == extension))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

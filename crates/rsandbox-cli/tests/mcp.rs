@@ -65,7 +65,11 @@ fn the_same_checks_pass_over_streamable_http() {
         .expect("start rsandbox mcp --http");
     let mut line = String::new();
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).expect("the server's first line");
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
     let result = std::panic::catch_unwind(|| run_python(&[script("client.py").to_str().unwrap(), "http", &url]));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
@@ -130,10 +134,17 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
         .expect("start rsandbox serve --http");
     let mut line = String::new();
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).expect("the server's first line");
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
     let out = Command::new(&schemathesis)
         .args(["run", &format!("{url}/openapi.json"), "-H", "Authorization: Bearer schemathesis-token-0123456789"])
-        .args(["--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"])
+        .args([
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+        ])
         .args(["--max-examples", "30", "--workers", "2", "--seed", "1"])
         .output()
         .expect("schemathesis runs");

@@ -235,7 +235,10 @@ fn v2_streaming_interrupt_files_and_snapshots() {
     let (r, events) = s.recv_id_with_events(1);
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
     assert_eq!(r["result"]["stdout"], "before\nafter\n");
-    let before = events.iter().find(|(e, _)| e["stream"] == "stdout" && e["text"].as_str().unwrap().contains("before")).expect("streamed");
+    let before = events
+        .iter()
+        .find(|(e, _)| e["stream"] == "stdout" && e["text"].as_str().unwrap().contains("before"))
+        .expect("streamed");
     assert!(before.1.duration_since(start) < std::time::Duration::from_millis(1900), "before arrived late");
     assert!(events.iter().any(|(e, _)| e["stream"] == "message" && e["text"] == "m\n"), "{events:?}");
 
@@ -284,8 +287,12 @@ fn v2_streaming_interrupt_files_and_snapshots() {
     s.send(json!({"id": 15, "op": "eval", "code": "file.copy('a.csv', 'b.csv')",
                   "files": [{"path": "a.csv", "data_base64": "eCx5Cg=="}], "collect": ["*.csv"]}));
     let r = s.recv_id(15);
-    assert_eq!(r["result"]["files"], json!([{"path": "a.csv", "size": 4, "data_base64": "eCx5Cg=="},
-                                            {"path": "b.csv", "size": 4, "data_base64": "eCx5Cg=="}]), "{r}");
+    assert_eq!(
+        r["result"]["files"],
+        json!([{"path": "a.csv", "size": 4, "data_base64": "eCx5Cg=="},
+                                            {"path": "b.csv", "size": 4, "data_base64": "eCx5Cg=="}]),
+        "{r}"
+    );
 }
 
 #[test]

@@ -59,8 +59,9 @@ impl AuditLog {
         }
         let mut text = line.to_string();
         if text.len() > MAX_RECORD {
-            text = json!({"ts": line["ts"], "event": event, "session": session, "truncated": true, "bytes": text.len()})
-                .to_string();
+            text =
+                json!({"ts": line["ts"], "event": event, "session": session, "truncated": true, "bytes": text.len()})
+                    .to_string();
         }
         text.push('\n');
         let mut guard = self.file.lock().expect("audit log");
@@ -81,7 +82,8 @@ impl AuditLog {
     fn rotate(&self) -> Result<File, EngineError> {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
-        std::fs::rename(&self.path, &old).map_err(EngineError::io(format!("rotate the audit log {}", self.path.display())))?;
+        std::fs::rename(&self.path, &old)
+            .map_err(EngineError::io(format!("rotate the audit log {}", self.path.display())))?;
         open_private(&self.path)
     }
 

@@ -3,8 +3,8 @@
 //! reports every exec, of which the launcher's own is the only one let through (see
 //! `lockdown::command`); any other is a violation that ends the program.
 
-use crate::errors::EngineError;
 use crate::child::signal_name;
+use crate::errors::EngineError;
 use crate::options::{EngineConfig, EvalOptions};
 use crate::r_policy::{base_environment, base_policy};
 use crate::result::{ExitStatus, Outcome, Usage};
@@ -94,7 +94,11 @@ pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineErr
         let mut current = program.clone();
         // A script's interpreter may be a script (at most one level, as the kernel allows).
         for _ in 0..2 {
-            let Some(interp) = interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))? else { break };
+            let Some(interp) =
+                interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))?
+            else {
+                break;
+            };
             let interp = interp.canonicalize().unwrap_or(interp);
             if !all.contains(&interp) {
                 all.push(interp.clone());
@@ -107,7 +111,12 @@ pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineErr
 
 /// Run `program args…` under the lockdown and wait for it. Call from a single-threaded
 /// process (the CLI): the child allocates between fork and exec.
-pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &EngineConfig) -> Result<ExecReport, EngineError> {
+pub fn exec(
+    program: &str,
+    args: &[String],
+    options: &EvalOptions,
+    config: &EngineConfig,
+) -> Result<ExecReport, EngineError> {
     options.validate()?;
     let path = resolve_program(program)?;
     let executable = with_interpreters(std::slice::from_ref(&path))?;
@@ -121,9 +130,15 @@ pub fn exec(program: &str, args: &[String], options: &EvalOptions, config: &Engi
     argv.extend(args.iter().cloned());
     let start = Instant::now();
     std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
-    let spawned = lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let spawned =
+        lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
     let waited = wait_with_deadline(&spawned, start + options.timeout)?;
-    let usage = Usage { wall_ms: start.elapsed().as_millis() as u64, cpu_ms: waited.cpu_ms, max_rss_kb: waited.max_rss_kb, ..Usage::default() };
+    let usage = Usage {
+        wall_ms: start.elapsed().as_millis() as u64,
+        cpu_ms: waited.cpu_ms,
+        max_rss_kb: waited.max_rss_kb,
+        ..Usage::default()
+    };
     std::env::set_current_dir("/").map_err(EngineError::io("leave the workspace"))?;
     Ok(report(waited, usage, options))
 }
@@ -190,7 +205,8 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         if n > 0 && fds[1].revents & libc::POLLIN != 0 {
             match lockdown::seccomp::receive_notification(listener) {
                 Ok(call) => {
-                    violation.get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
+                    violation
+                        .get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
                     // SAFETY: signalling the process group we created for the child.
                     unsafe { libc::kill(-pid, libc::SIGKILL) };
                     // Killed anyway; the refusal only unblocks the caller sooner.
@@ -229,7 +245,13 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
     };
-    Ok(Waited { exit, cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime), max_rss_kb: usage.ru_maxrss as u64, timed_out, violation })
+    Ok(Waited {
+        exit,
+        cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime),
+        max_rss_kb: usage.ru_maxrss as u64,
+        timed_out,
+        violation,
+    })
 }
 
 #[cfg(test)]

@@ -48,7 +48,10 @@ pub(crate) fn get(child: &mut SandboxChild, path: &str, max_bytes: u64) -> Resul
             })?;
             if decoded.len() as u64 > max_bytes || decoded.len() as u64 != size {
                 child.kill();
-                return Err(EngineError::Setup(format!("the sandbox sent {} bytes for {path:?} (said {size}, limit {max_bytes})", decoded.len())));
+                return Err(EngineError::Setup(format!(
+                    "the sandbox sent {} bytes for {path:?} (said {size}, limit {max_bytes})",
+                    decoded.len()
+                )));
             }
             Ok(WorkspaceFile { path: path.to_string(), size, data_base64 })
         }
@@ -69,7 +72,11 @@ pub(crate) fn list(child: &mut SandboxChild) -> Result<(Vec<FileEntry>, bool), E
 /// The files matching any of `patterns` (globs over workspace paths: `*.csv`,
 /// `out/**/*.png`), at most `max_total` bytes in all; `true` when some matching files
 /// were left out (over the budget, or beyond what a listing carries).
-pub(crate) fn collect(child: &mut SandboxChild, patterns: &[String], max_total: u64) -> Result<(Vec<WorkspaceFile>, bool), EngineError> {
+pub(crate) fn collect(
+    child: &mut SandboxChild,
+    patterns: &[String],
+    max_total: u64,
+) -> Result<(Vec<WorkspaceFile>, bool), EngineError> {
     if patterns.is_empty() {
         return Ok((Vec::new(), false));
     }
@@ -111,7 +118,9 @@ pub(crate) fn snapshot(child: &mut SandboxChild) -> Result<(String, Vec<String>)
 
 /// Load a snapshot into the child's global environment; R's warnings come back.
 pub(crate) fn restore(child: &mut SandboxChild, data_base64: &str) -> Result<Vec<String>, EngineError> {
-    base64::engine::general_purpose::STANDARD.decode(data_base64).map_err(|e| refused(format!("the snapshot is not base64: {e}")))?;
+    base64::engine::general_purpose::STANDARD
+        .decode(data_base64)
+        .map_err(|e| refused(format!("the snapshot is not base64: {e}")))?;
     match child.exchange(&ChildRequest::Restore { data_base64: data_base64.to_string() }, "restored")? {
         ChildReport::Restored { warnings } => Ok(warnings),
         ChildReport::Refused { error } => Err(refused(error)),

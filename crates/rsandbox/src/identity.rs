@@ -24,16 +24,20 @@ impl RunAs {
     /// The identity, checked: the supervisor is root, neither id is 0, and the uid is
     /// not a login account's (unless allowed).
     pub fn checked(&self) -> Result<Identity, EngineError> {
-        let bad = |message: String| EngineError::from(InputError::BadLimit { what: "--uid/--gid".into(), value: message });
+        let bad =
+            |message: String| EngineError::from(InputError::BadLimit { what: "--uid/--gid".into(), value: message });
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } != 0 {
-            return Err(bad("a fixed uid needs a supervisor running as root (an ordinary user's sandboxes run as that user)".into()));
+            return Err(bad(
+                "a fixed uid needs a supervisor running as root (an ordinary user's sandboxes run as that user)".into(),
+            ));
         }
         if self.uid == 0 || self.gid == 0 {
             return Err(bad("0 is root; pick an unprivileged uid and gid".into()));
         }
         if !self.allow_login_account {
-            let passwd = std::fs::read_to_string(Path::new("/etc/passwd")).map_err(EngineError::io("read /etc/passwd"))?;
+            let passwd =
+                std::fs::read_to_string(Path::new("/etc/passwd")).map_err(EngineError::io("read /etc/passwd"))?;
             if let Some(name) = login_account(&passwd, self.uid) {
                 return Err(bad(format!(
                     "uid {} is the login account {name}: its processes, files and limits would be the sandbox's; \
@@ -52,7 +56,8 @@ pub fn login_account(passwd: &str, uid: u32) -> Option<String> {
     passwd.lines().filter(|l| !l.starts_with('#')).find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();
         let (name, id, shell) = (fields.first()?, fields.get(2)?, fields.get(6).copied().unwrap_or(""));
-        let no_login = shell.is_empty() || ["nologin", "false", "sync", "shutdown", "halt"].iter().any(|s| shell.ends_with(s));
+        let no_login =
+            shell.is_empty() || ["nologin", "false", "sync", "shutdown", "halt"].iter().any(|s| shell.ends_with(s));
         (id.parse::<u32>().ok() == Some(uid) && !no_login).then(|| name.to_string())
     })
 }

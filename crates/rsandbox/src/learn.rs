@@ -19,8 +19,8 @@ use crate::profile::Profile;
 use crate::result::{EvalResult, LearningReport, Outcome};
 use crate::session::ExecuteOptions;
 use crate::Engine;
-use std::collections::BTreeSet;
 use lockdown::observe::FileAccess;
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -71,7 +71,8 @@ pub struct SuggestedLimits {
 /// `options` (generous by default: learning is for code you trust).
 pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result<Learned, EngineError> {
     let mut profile = config.profile.clone();
-    let mut extends = if ["base", "compile"].contains(&profile.name.as_str()) { profile.name.clone() } else { "strict".to_string() };
+    let mut extends =
+        if ["base", "compile"].contains(&profile.name.as_str()) { profile.name.clone() } else { "strict".to_string() };
     let mut exec: Vec<PathBuf> = Vec::new();
     let mut notes = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::new();
@@ -79,19 +80,33 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
     // Directories added to `write` on the guess that the code creates these files there.
     let mut guessed_writes: Vec<(PathBuf, String)> = Vec::new();
     for round in 1..=MAX_ROUNDS {
-        let started = Engine::start(EngineConfig { profile: profile.clone(), warm: false, prefork: 0, learning: true, ..config.clone() })
-            .and_then(|engine| engine.session(options.clone(), Vec::new()).map(|session| (engine, session)));
+        let started = Engine::start(EngineConfig {
+            profile: profile.clone(),
+            warm: false,
+            prefork: 0,
+            learning: true,
+            ..config.clone()
+        })
+        .and_then(|engine| engine.session(options.clone(), Vec::new()).map(|session| (engine, session)));
         let (_engine, session) = match started {
             Ok(started) => started,
             // The profile as first given is the caller's to fix; one learned so far is ours.
-            Err(e) if round > 1 => return Err(EngineError::Setup(format!("{e} (with the profile learned so far: {})", notes.join("; ")))),
+            Err(e) if round > 1 => {
+                return Err(EngineError::Setup(format!("{e} (with the profile learned so far: {})", notes.join("; "))))
+            }
             Err(e) => return Err(e),
         };
-        let run = ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
+        let run =
+            ExecuteOptions { timeout: options.timeout, max_output: options.max_output, ..ExecuteOptions::default() };
         let result = session.execute(code, &run)?;
-        let report = result.learning.clone().ok_or_else(|| EngineError::Setup("the sandbox did not run in learning mode".into()))?;
+        let report = result
+            .learning
+            .clone()
+            .ok_or_else(|| EngineError::Setup("the sandbox did not run in learning mode".into()))?;
         if report.truncated {
-            notes.push(format!("round {round}: more was refused than one report holds; what was left out shows in the next round"));
+            notes.push(format!(
+                "round {round}: more was refused than one report holds; what was left out shows in the next round"
+            ));
         }
         // A guess holds only if the file now exists on the host.
         for (dir, file) in std::mem::take(&mut guessed_writes) {
@@ -132,7 +147,11 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
             });
             ending = Some((packages, suggest(&result), succeeded));
         }
-        let steps = if ending.is_none() && steps.is_empty() { next_step(&result, &failure_text(&result), &tried).into_iter().collect() } else { steps };
+        let steps = if ending.is_none() && steps.is_empty() {
+            next_step(&result, &failure_text(&result), &tried).into_iter().collect()
+        } else {
+            steps
+        };
         if ending.is_none() && steps.is_empty() {
             notes.push(why_not(&result, &failure_text(&result)));
             ending = Some((Vec::new(), SuggestedLimits::default(), false));
@@ -163,12 +182,16 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                 }
                 Step::Read(root, file) => {
                     let review = if root.is_dir() { " (review: every file there becomes readable)" } else { "" };
-                    notes.push(format!("round {round}: it was refused {file}; added read = {}{review}", root.display()));
+                    notes
+                        .push(format!("round {round}: it was refused {file}; added read = {}{review}", root.display()));
                     profile.read.push(root);
                 }
                 Step::Library(library, package) => {
                     tried.insert(package.clone());
-                    notes.push(format!("round {round}: package {package} is in {}; added it to libraries", library.display()));
+                    notes.push(format!(
+                        "round {round}: package {package} is in {}; added it to libraries",
+                        library.display()
+                    ));
                     profile.libraries.push(library);
                 }
                 Step::Compile => {
@@ -218,7 +241,12 @@ enum Step {
 /// live are never learned (see [`never_learned`]), and each path is tried once.
 ///
 /// Returns the steps, and a note for each path not learned because of where it is.
-fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, extends: &str, profile: &Profile) -> (Vec<Step>, Vec<String>) {
+fn steps_from_report(
+    report: &LearningReport,
+    tried: &mut BTreeSet<String>,
+    extends: &str,
+    profile: &Profile,
+) -> (Vec<Step>, Vec<String>) {
     let (mut steps, mut skipped) = (Vec::new(), Vec::new());
     if extends != "compile" && report.refused_calls.iter().any(|c| EXEC_CALLS.contains(&c.as_str())) {
         return (vec![Step::Compile], skipped);
@@ -227,19 +255,26 @@ fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, exte
         let path = Path::new(&refused.path);
         // Kernel and runtime state (/proc, /sys, /dev, /run): probed by R, shells and
         // libc on every run, needed by none of them, never learned.
-        if KERNEL_STATE.iter().any(|p| path.starts_with(p)) || !tried.insert(format!("{:?} {}", refused.access, refused.path)) {
+        if KERNEL_STATE.iter().any(|p| path.starts_with(p))
+            || !tried.insert(format!("{:?} {}", refused.access, refused.path))
+        {
             continue;
         }
         // Landlock judges the file a path leads to (a link into /etc is judged in /etc):
         // so is what is learned.
         let target = match refused.access {
-            FileAccess::Write => path.parent().and_then(|d| d.canonicalize().ok()).zip(path.file_name()).map(|(d, n)| d.join(n)),
+            FileAccess::Write => {
+                path.parent().and_then(|d| d.canonicalize().ok()).zip(path.file_name()).map(|(d, n)| d.join(n))
+            }
             FileAccess::Read | FileAccess::Execute => path.canonicalize().ok(),
         };
         // A path that exists nowhere on the host is the code's own error.
         let Some(target) = target else { continue };
         if let Some(why) = never_learned(&target) {
-            skipped.push(format!("it was refused {} ({why}): not learned; add it by hand if the code needs it", target.display()));
+            skipped.push(format!(
+                "it was refused {} ({why}): not learned; add it by hand if the code needs it",
+                target.display()
+            ));
             continue;
         }
         let covered = |roots: &[PathBuf]| roots.iter().any(|r| target.starts_with(r));
@@ -250,11 +285,17 @@ fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, exte
                 }
                 match read_root(&target) {
                     Some(root) => steps.push(Step::Read(root, refused.path.clone())),
-                    None => skipped.push(format!("it was refused the directory {} (too broad to give away): not learned", target.display())),
+                    None => skipped.push(format!(
+                        "it was refused the directory {} (too broad to give away): not learned",
+                        target.display()
+                    )),
                 }
             }
             FileAccess::Write => {
-                let Some(dir) = target.parent().filter(|d| d.is_dir() && crate::profile::writable_dir(d).is_ok()) else { continue };
+                let Some(dir) = target.parent().filter(|d| d.is_dir() && crate::profile::writable_dir(d).is_ok())
+                else {
+                    continue;
+                };
                 if !covered(&profile.write) && !steps.iter().any(|s| matches!(s, Step::Write(d, _) if d == dir)) {
                     steps.push(Step::Write(dir.to_path_buf(), refused.path.clone()));
                 }
@@ -264,7 +305,9 @@ fn steps_from_report(report: &LearningReport, tried: &mut BTreeSet<String>, exte
                 if !(target.is_file() && (target.starts_with("/usr") || target.starts_with("/bin"))) {
                     continue;
                 }
-                if !profile.exec.contains(&target) && !steps.iter().any(|s| matches!(s, Step::Program(p) if *p == target)) {
+                if !profile.exec.contains(&target)
+                    && !steps.iter().any(|s| matches!(s, Step::Program(p) if *p == target))
+                {
                     steps.push(Step::Program(target));
                 }
             }
@@ -285,7 +328,8 @@ fn never_learned(path: &Path) -> Option<&'static str> {
     if path.components().any(|c| matches!(c, Component::Normal(name) if name.to_string_lossy().starts_with('.'))) {
         return Some("a hidden file or directory");
     }
-    if ["/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p)) {
+    if ["/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p))
+    {
         return Some("the host's accounts");
     }
     None
@@ -329,7 +373,8 @@ fn next_step(result: &EvalResult, text: &str, tried: &BTreeSet<String>) -> Optio
         return None;
     }
     let package = quoted_after(text, "there is no package called ").filter(|p| !tried.contains(p))?;
-    let library = crate::profile::user_libraries().into_iter().find(|l| l.join(&package).join("DESCRIPTION").is_file())?;
+    let library =
+        crate::profile::user_libraries().into_iter().find(|l| l.join(&package).join("DESCRIPTION").is_file())?;
     Some(Step::Library(library, package))
 }
 
@@ -354,7 +399,9 @@ fn why_not(result: &EvalResult, text: &str) -> String {
             format!("stopped: the code made the forbidden call {call}, which no profile grants")
         }
         Outcome::Ok => "ran to the end".into(),
-        Outcome::Error => format!("stopped: the code failed with an error learning cannot fix: {}", text.lines().next().unwrap_or("")),
+        Outcome::Error => {
+            format!("stopped: the code failed with an error learning cannot fix: {}", text.lines().next().unwrap_or(""))
+        }
         other => format!("stopped: {} (raise the limit with --timeout, --memory, --cpu)", other.name()),
     }
 }
@@ -363,7 +410,9 @@ fn why_not(result: &EvalResult, text: &str) -> String {
 fn loaded_packages(value: &serde_json::Value) -> Vec<String> {
     let base = crate::profile::BASE_PACKAGES;
     match value {
-        serde_json::Value::Array(items) => items.iter().filter_map(|v| v.as_str()).filter(|p| !base.contains(p)).map(str::to_string).collect(),
+        serde_json::Value::Array(items) => {
+            items.iter().filter_map(|v| v.as_str()).filter(|p| !base.contains(p)).map(str::to_string).collect()
+        }
         serde_json::Value::String(one) if !base.contains(&one.as_str()) => vec![one.clone()],
         _ => Vec::new(),
     }
@@ -414,7 +463,10 @@ impl Learned {
         }
         if self.succeeded {
             let l = &self.limits;
-            out.push_str(&format!("\n[limits]\ntimeout = {}\ncpu = {}\nmemory = \"{}M\"\n", l.timeout, l.cpu, l.memory_mib));
+            out.push_str(&format!(
+                "\n[limits]\ntimeout = {}\ncpu = {}\nmemory = \"{}M\"\n",
+                l.timeout, l.cpu, l.memory_mib
+            ));
         }
         out
     }
@@ -431,8 +483,14 @@ mod tests {
 
     #[test]
     fn quoted_names_are_found_in_r_messages() {
-        assert_eq!(quoted_after("cannot open file '/srv/x.csv': No such file", "cannot open file ").as_deref(), Some("/srv/x.csv"));
-        assert_eq!(quoted_after("there is no package called ‘tinypkg’", "there is no package called ").as_deref(), Some("tinypkg"));
+        assert_eq!(
+            quoted_after("cannot open file '/srv/x.csv': No such file", "cannot open file ").as_deref(),
+            Some("/srv/x.csv")
+        );
+        assert_eq!(
+            quoted_after("there is no package called ‘tinypkg’", "there is no package called ").as_deref(),
+            Some("tinypkg")
+        );
         assert_eq!(quoted_after("cannot open file \"a b\"", "cannot open file ").as_deref(), Some("a b"));
         assert_eq!(quoted_after("nothing here", "cannot open file "), None);
     }
@@ -483,7 +541,10 @@ mod tests {
             .collect();
         let data = data.canonicalize().unwrap();
         let out = out.canonicalize().unwrap();
-        assert_eq!(described, vec![format!("read {}", data.display()), format!("write {}", out.display()), "exec /usr/bin/env".into()]);
+        assert_eq!(
+            described,
+            vec![format!("read {}", data.display()), format!("write {}", out.display()), "exec /usr/bin/env".into()]
+        );
         assert!(skipped.iter().any(|s| s.contains("/etc/passwd (the host's accounts)")), "{skipped:?}");
         assert!(skipped.iter().any(|s| s.contains("the directory / (too broad")), "{skipped:?}");
         assert!(!skipped.iter().any(|s| s.contains("/proc")), "kernel state is skipped quietly: {skipped:?}");
@@ -491,7 +552,10 @@ mod tests {
         assert!(steps_from_report(&report, &mut tried, "compile", &Profile::strict()).0.is_empty());
         // Under a profile without programs, running one means learning under compile.
         let exec = LearningReport { refused_calls: vec!["execve".into()], ..LearningReport::default() };
-        assert!(matches!(steps_from_report(&exec, &mut BTreeSet::new(), "strict", &Profile::strict()).0[..], [Step::Compile]));
+        assert!(matches!(
+            steps_from_report(&exec, &mut BTreeSet::new(), "strict", &Profile::strict()).0[..],
+            [Step::Compile]
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

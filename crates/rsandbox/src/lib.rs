@@ -46,12 +46,12 @@ pub mod zygote;
 
 pub use errors::{EngineError, InputError};
 pub use events::{Event, OutputStream};
+pub use lockdown::{Applied, LandlockEnforcement};
 pub use options::{parse_size, EngineConfig, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome, WorkspaceFile};
 pub use session::{ExecuteOptions, Session};
 pub use tools::{quote_excerpt, ArgType, Tool, ToolSpec};
-pub use lockdown::{Applied, LandlockEnforcement};
 
 use audit::AuditLog;
 use child::{Request, SandboxChild, ToolEvent};
@@ -104,13 +104,15 @@ impl Engine {
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
             .with_fixed_identity(fixed_identity);
-        let zygote = Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;
+        let zygote =
+            Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;
         let allowed_packages = config.profile.allowed_packages(&r_policy::libraries(zygote.info()))?;
         if allowed_packages.is_some() && !(config.namespaces && EvalOptions::default().disk.is_some()) {
             // Fail closed: without the private root every package stays readable.
             return Err(InputError::Profile {
                 origin: config.profile.name.clone(),
-                message: "a package allowlist needs the private root, which needs namespaces (not --no-namespaces)".into(),
+                message: "a package allowlist needs the private root, which needs namespaces (not --no-namespaces)"
+                    .into(),
             }
             .into());
         }
@@ -193,7 +195,13 @@ impl Engine {
         if !current.is_alive() {
             let binary = zygote::locate_zygote(self.inner.config.zygote_path.as_deref())?;
             let config = &self.inner.config;
-            *current = Arc::new(Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, self.inner.workspaces.path())?);
+            *current = Arc::new(Zygote::start(
+                &binary,
+                &config.preload,
+                &config.profile.libraries,
+                config.warm,
+                self.inner.workspaces.path(),
+            )?);
         }
         Ok(current.clone())
     }
@@ -204,8 +212,14 @@ impl Engine {
         let zygote = self.live_zygote()?;
         let workspace = self.inner.workspaces.workspace(options.disk.unwrap_or(0))?;
         let info = zygote.info();
-        let policy =
-            r_policy::r_child_policy(info, &workspace, options, &self.inner.config, self.inner.allowed_packages.as_ref(), &self.inner.programs);
+        let policy = r_policy::r_child_policy(
+            info,
+            &workspace,
+            options,
+            &self.inner.config,
+            self.inner.allowed_packages.as_ref(),
+            &self.inner.programs,
+        );
         let env = r_policy::r_child_environment(info, &workspace);
         let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools)?;
         Ok(Prepared { child, workspace })
@@ -347,7 +361,8 @@ impl Engine {
             })
             .and_then(|mut result| {
                 if !collect.is_empty() && prepared.child.is_alive() {
-                    let room = options.max_output.saturating_sub(result.stdout.len() as u64 + result.stderr.len() as u64);
+                    let room =
+                        options.max_output.saturating_sub(result.stdout.len() as u64 + result.stderr.len() as u64);
                     (result.files, result.files_truncated) = files::collect(&mut prepared.child, &collect, room)?;
                 }
                 Ok(result)
@@ -410,7 +425,16 @@ pub(crate) struct Run<'a> {
 impl<'a> Run<'a> {
     /// Code and limits; no tools, nothing streamed, killed at the deadline.
     pub(crate) fn plain(code: &'a str, options: &'a EvalOptions) -> Run<'a> {
-        Run { code, options, tools: &[], max_tool_calls: 0, on_event: None, interrupt_on_timeout: false, args: &[], echo: true }
+        Run {
+            code,
+            options,
+            tools: &[],
+            max_tool_calls: 0,
+            on_event: None,
+            interrupt_on_timeout: false,
+            args: &[],
+            echo: true,
+        }
     }
 }
 

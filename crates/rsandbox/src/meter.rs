@@ -77,7 +77,11 @@ impl Meter {
     pub fn new(leader: i32) -> io::Result<Meter> {
         // SAFETY: sysconf has no memory effects.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() { MemoryAccounting::Pss } else { MemoryAccounting::Rss };
+        let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() {
+            MemoryAccounting::Pss
+        } else {
+            MemoryAccounting::Rss
+        };
         let mut meter = Meter {
             pgid: leader,
             accounting,
@@ -86,7 +90,10 @@ impl Meter {
             reaped_ticks: std::cell::Cell::new(0),
         };
         // The group is the leader alone now (it has not forked): read it, no scan.
-        let stat = fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).filter(|s| s.pgid == leader);
+        let stat = fs::read_to_string(format!("/proc/{leader}/stat"))
+            .ok()
+            .and_then(|t| Stat::parse(&t))
+            .filter(|s| s.pgid == leader);
         let Some(stat) = stat else {
             // /proc hides other users' processes (hidepid) or is not this pid namespace's.
             return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
@@ -230,10 +237,14 @@ pub fn kill_others(meter: &Meter) -> io::Result<usize> {
         if fd < 0 {
             continue; // gone already
         }
-        let still_member = fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|t| Stat::parse(&t)).is_some_and(|s| s.pgid == meter.pgid);
+        let still_member = fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| Stat::parse(&t))
+            .is_some_and(|s| s.pgid == meter.pgid);
         if still_member {
             // SAFETY: signalling through a pidfd we own; no info pointer.
-            if unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0) } == 0 {
+            if unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0) } == 0
+            {
                 killed += 1;
             }
         }
@@ -291,7 +302,12 @@ mod tests {
         unsafe { libc::write(go_w, b"g".as_ptr().cast(), 1) };
         // Not looking while the worker lives: wait (reading the leader's stat directly)
         // until the leader has reaped it.
-        let reaped = || fs::read_to_string(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).map_or(0, |s| s.children_ticks);
+        let reaped = || {
+            fs::read_to_string(format!("/proc/{leader}/stat"))
+                .ok()
+                .and_then(|t| Stat::parse(&t))
+                .map_or(0, |s| s.children_ticks)
+        };
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while reaped() == 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));

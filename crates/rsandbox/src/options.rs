@@ -56,7 +56,11 @@ impl EngineConfig {
     /// the nice value's range; `None` when each sandbox gets a fresh uid.
     pub fn checked_identity(&self) -> Result<Option<lockdown::Identity>, EngineError> {
         if let Some(nice) = self.nice.filter(|n| !(-20..=19).contains(n)) {
-            return Err(InputError::BadLimit { what: "--nice".into(), value: format!("{nice} (the range is -20..19)") }.into());
+            return Err(InputError::BadLimit {
+                what: "--nice".into(),
+                value: format!("{nice} (the range is -20..19)"),
+            }
+            .into());
         }
         self.run_as.map(|r| r.checked()).transpose()
     }
@@ -189,7 +193,10 @@ impl EvalOptions {
                 // CPU: the hard limit is set one above the soft one (SIGXCPU first).
                 let needed = if resource == libc::RLIMIT_CPU { asked.saturating_add(1) } else { asked };
                 if needed > hard {
-                    return Err(InputError::BadLimit { what: what.into(), value: format!("{asked}, above this system's hard limit of {hard}") });
+                    return Err(InputError::BadLimit {
+                        what: what.into(),
+                        value: format!("{asked}, above this system's hard limit of {hard}"),
+                    });
                 }
             }
         }

@@ -48,7 +48,12 @@ pub struct PooledSession<'p> {
 
 impl Pool {
     /// Start a pool and fork its first `size` children before returning.
-    pub fn new(engine: Engine, size: usize, options: EvalOptions, acquire_timeout: Duration) -> Result<Pool, EngineError> {
+    pub fn new(
+        engine: Engine,
+        size: usize,
+        options: EvalOptions,
+        acquire_timeout: Duration,
+    ) -> Result<Pool, EngineError> {
         options.validate()?;
         if size == 0 {
             return Err(crate::InputError::BadLimit { what: "pool size".into(), value: "0".into() }.into());

@@ -52,53 +52,282 @@ use std::time::Duration;
 
 /// The packages R itself needs: always present.
 pub(crate) const BASE_PACKAGES: [&str; 14] = [
-    "base", "compiler", "datasets", "graphics", "grDevices", "grid", "methods", "parallel", "splines", "stats", "stats4",
-    "tcltk", "tools", "utils",
+    "base",
+    "compiler",
+    "datasets",
+    "graphics",
+    "grDevices",
+    "grid",
+    "methods",
+    "parallel",
+    "splines",
+    "stats",
+    "stats4",
+    "tcltk",
+    "tools",
+    "utils",
 ];
 
 /// What every function allowlist has: R's syntax (assignment, blocks, control flow,
 /// indexing, function definition) and the few calls no program does without.
 pub const SYNTAX: &[&str] = &[
-    "{", "(", "<-", "=", "if", "for", "while", "repeat", "break", "next", "function", "return", "[", "[[", "$", "[<-",
-    "[[<-", "$<-", "c", "list", ":", "invisible", "print", "cat", "length", "stop", "warning", "message", "is.null",
-    "seq_along", "identical",
+    "{",
+    "(",
+    "<-",
+    "=",
+    "if",
+    "for",
+    "while",
+    "repeat",
+    "break",
+    "next",
+    "function",
+    "return",
+    "[",
+    "[[",
+    "$",
+    "[<-",
+    "[[<-",
+    "$<-",
+    "c",
+    "list",
+    ":",
+    "invisible",
+    "print",
+    "cat",
+    "length",
+    "stop",
+    "warning",
+    "message",
+    "is.null",
+    "seq_along",
+    "identical",
 ];
 
 /// The named sets a profile's `functions` may use.
 pub const FUNCTION_SETS: &[(&str, &[&str])] = &[
-    ("arithmetic", &[
-        "+", "-", "*", "/", "^", "%%", "%/%", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "abs", "sqrt",
-        "exp", "log", "log10", "log2", "round", "signif", "floor", "ceiling", "trunc", "sum", "prod", "min", "max", "mean",
-        "median", "var", "sd", "range", "cumsum", "cumprod", "seq", "seq_len", "rep", "rev", "is.na", "ifelse", "numeric",
-        "integer", "as.numeric", "as.integer", "pi",
-    ]),
-    ("data-frames", &[
-        "data.frame", "nrow", "ncol", "dim", "names", "names<-", "colnames", "colnames<-", "rownames", "head", "tail",
-        "subset", "merge", "aggregate", "order", "sort", "unique", "table", "summary", "with", "transform", "rbind", "cbind",
-        "lapply", "sapply", "vapply", "apply", "tapply", "split", "paste", "paste0", "sprintf", "format", "nchar", "substr",
-        "toupper", "tolower", "as.character", "factor", "levels", "character", "logical", "is.numeric", "is.character",
-        "which", "any", "all", "%in%", "match", "Reduce", "Filter", "Map", "setdiff", "union", "intersect", "read.csv",
-        "write.csv", "~",
-    ]),
-    ("plotting", &[
-        "plot", "hist", "barplot", "boxplot", "lines", "points", "abline", "legend", "title", "par", "text", "axis",
-    ]),
-    ("models", &[
-        "~", "lm", "glm", "aov", "anova", "coef", "residuals", "fitted", "predict", "confint", "summary", "formula",
-        "binomial", "poisson", "gaussian", "t.test", "wilcox.test", "chisq.test", "cor", "cor.test", "quantile", "scale",
-        "xtabs", "nrow",
-    ]),
+    (
+        "arithmetic",
+        &[
+            "+",
+            "-",
+            "*",
+            "/",
+            "^",
+            "%%",
+            "%/%",
+            "==",
+            "!=",
+            "<",
+            ">",
+            "<=",
+            ">=",
+            "&",
+            "|",
+            "!",
+            "&&",
+            "||",
+            "abs",
+            "sqrt",
+            "exp",
+            "log",
+            "log10",
+            "log2",
+            "round",
+            "signif",
+            "floor",
+            "ceiling",
+            "trunc",
+            "sum",
+            "prod",
+            "min",
+            "max",
+            "mean",
+            "median",
+            "var",
+            "sd",
+            "range",
+            "cumsum",
+            "cumprod",
+            "seq",
+            "seq_len",
+            "rep",
+            "rev",
+            "is.na",
+            "ifelse",
+            "numeric",
+            "integer",
+            "as.numeric",
+            "as.integer",
+            "pi",
+        ],
+    ),
+    (
+        "data-frames",
+        &[
+            "data.frame",
+            "nrow",
+            "ncol",
+            "dim",
+            "names",
+            "names<-",
+            "colnames",
+            "colnames<-",
+            "rownames",
+            "head",
+            "tail",
+            "subset",
+            "merge",
+            "aggregate",
+            "order",
+            "sort",
+            "unique",
+            "table",
+            "summary",
+            "with",
+            "transform",
+            "rbind",
+            "cbind",
+            "lapply",
+            "sapply",
+            "vapply",
+            "apply",
+            "tapply",
+            "split",
+            "paste",
+            "paste0",
+            "sprintf",
+            "format",
+            "nchar",
+            "substr",
+            "toupper",
+            "tolower",
+            "as.character",
+            "factor",
+            "levels",
+            "character",
+            "logical",
+            "is.numeric",
+            "is.character",
+            "which",
+            "any",
+            "all",
+            "%in%",
+            "match",
+            "Reduce",
+            "Filter",
+            "Map",
+            "setdiff",
+            "union",
+            "intersect",
+            "read.csv",
+            "write.csv",
+            "~",
+        ],
+    ),
+    (
+        "plotting",
+        &["plot", "hist", "barplot", "boxplot", "lines", "points", "abline", "legend", "title", "par", "text", "axis"],
+    ),
+    (
+        "models",
+        &[
+            "~",
+            "lm",
+            "glm",
+            "aov",
+            "anova",
+            "coef",
+            "residuals",
+            "fitted",
+            "predict",
+            "confint",
+            "summary",
+            "formula",
+            "binomial",
+            "poisson",
+            "gaussian",
+            "t.test",
+            "wilcox.test",
+            "chisq.test",
+            "cor",
+            "cor.test",
+            "quantile",
+            "scale",
+            "xtabs",
+            "nrow",
+        ],
+    ),
 ];
 
 /// The programs of the built-in `compile` profile, looked up in `/usr/bin` and `/bin`
 /// (those missing on the host are left out): shells, make, the compilers and binutils,
 /// and the utilities R's build scripts and Makefiles call.
 pub const COMPILE_PROGRAMS: &[&str] = &[
-    "sh", "bash", "dash", "R", "Rscript", "make", "gcc", "g++", "cc", "c++", "cpp", "gfortran", "as", "ld", "ld.bfd", "ar", "ranlib",
-    "strip", "nm", "objdump", "pkg-config", "sed", "grep", "uname", "rm", "which", "cat", "mkdir", "cp", "mv", "ls", "echo",
-    "expr", "basename", "dirname", "tr", "sort", "head", "tail", "ln", "chmod", "touch", "date", "tar", "gzip", "find",
-    "awk", "mawk", "env", "test", "true", "false", "printf", "wc", "cut", "mktemp", "rmdir", "readlink", "realpath",
-    "install", "tee", "xargs", "diff", "cmp",
+    "sh",
+    "bash",
+    "dash",
+    "R",
+    "Rscript",
+    "make",
+    "gcc",
+    "g++",
+    "cc",
+    "c++",
+    "cpp",
+    "gfortran",
+    "as",
+    "ld",
+    "ld.bfd",
+    "ar",
+    "ranlib",
+    "strip",
+    "nm",
+    "objdump",
+    "pkg-config",
+    "sed",
+    "grep",
+    "uname",
+    "rm",
+    "which",
+    "cat",
+    "mkdir",
+    "cp",
+    "mv",
+    "ls",
+    "echo",
+    "expr",
+    "basename",
+    "dirname",
+    "tr",
+    "sort",
+    "head",
+    "tail",
+    "ln",
+    "chmod",
+    "touch",
+    "date",
+    "tar",
+    "gzip",
+    "find",
+    "awk",
+    "mawk",
+    "env",
+    "test",
+    "true",
+    "false",
+    "printf",
+    "wc",
+    "cut",
+    "mktemp",
+    "rmdir",
+    "readlink",
+    "realpath",
+    "install",
+    "tee",
+    "xargs",
+    "diff",
+    "cmp",
 ];
 
 /// Trees whose every file the `compile` profile may execute: the compilers' own
@@ -215,7 +444,11 @@ impl Profile {
             "base" => return Ok(Profile::base()),
             "compile" => return Ok(Profile::compile()),
             "user" => {
-                return Err(bad(name_or_path, "\"user\" is a profile file of your own: give its path (it may extend strict, base or compile)".into()))
+                return Err(bad(
+                    name_or_path,
+                    "\"user\" is a profile file of your own: give its path (it may extend strict, base or compile)"
+                        .into(),
+                ))
             }
             _ => {}
         }
@@ -227,14 +460,22 @@ impl Profile {
     /// Parse a profile file's text (`origin` names it in errors).
     pub fn parse(origin: &str, text: &str) -> Result<Profile, InputError> {
         // toml's messages name the line and column, and the unknown key.
-        let file: ProfileFile = toml::from_str(text).map_err(|e| bad(origin, e.to_string().trim().replace('\n', " ")))?;
+        let file: ProfileFile =
+            toml::from_str(text).map_err(|e| bad(origin, e.to_string().trim().replace('\n', " ")))?;
         let mut profile = match file.extends.as_deref() {
             None | Some("strict") => Profile::strict(),
             Some("base") => Profile::base(),
             Some("compile") => Profile::compile(),
-            Some(other) => return Err(bad(origin, format!("extends = {other:?}: a profile extends \"strict\", \"base\" or \"compile\""))),
+            Some(other) => {
+                return Err(bad(
+                    origin,
+                    format!("extends = {other:?}: a profile extends \"strict\", \"base\" or \"compile\""),
+                ))
+            }
         };
-        for (key, paths) in [("read", &file.read), ("libraries", &file.libraries), ("exec", &file.exec), ("write", &file.write)] {
+        for (key, paths) in
+            [("read", &file.read), ("libraries", &file.libraries), ("exec", &file.exec), ("write", &file.write)]
+        {
             for path in paths {
                 if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
                     return Err(bad(origin, format!("{key}: {} must be absolute, without ..", path.display())));
@@ -253,13 +494,15 @@ impl Profile {
         if let Some(missing) = file.exec.iter().find(|p| !p.exists()) {
             return Err(bad(origin, format!("exec: {} does not exist", missing.display())));
         }
-        if let Some(bad_name) = file.packages.iter().flatten().chain(&file.preload).find(|p| !crate::is_package_name(p)) {
+        if let Some(bad_name) = file.packages.iter().flatten().chain(&file.preload).find(|p| !crate::is_package_name(p))
+        {
             return Err(bad(origin, format!("{bad_name:?} is not a package name")));
         }
         let l = &file.limits;
         for (key, value) in [("memory", &l.memory), ("disk", &l.disk), ("fsize", &l.fsize)] {
             if let Some(v) = value {
-                parse_size(v).map_err(|_| bad(origin, format!("limits.{key} = {v:?} is not a size such as \"512M\"")))?;
+                parse_size(v)
+                    .map_err(|_| bad(origin, format!("limits.{key} = {v:?} is not a size such as \"512M\"")))?;
             }
         }
         if [l.timeout, l.cpu, l.nproc, l.nofile].contains(&Some(0)) {
@@ -308,7 +551,10 @@ impl Profile {
             }
             let Some(description) = installed.get(&name) else {
                 if asked.contains(&name) || self.preload.contains(&name) {
-                    return Err(bad(&self.name, format!("package {name:?} is not installed in {}", join_paths(libraries))));
+                    return Err(bad(
+                        &self.name,
+                        format!("package {name:?} is not installed in {}", join_paths(libraries)),
+                    ));
                 }
                 continue; // a dependency R itself will report, if ever loaded
             };
@@ -326,9 +572,13 @@ impl Profile {
 /// code change what every later sandbox runs; one over the temporary directory would
 /// reach where the sandboxes' workspaces live: refused.
 pub fn writable_dir(dir: &Path) -> Result<(), String> {
-    let system: Vec<PathBuf> = crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
+    let system: Vec<PathBuf> =
+        crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
     if system.iter().any(|s| s.starts_with(dir) || dir.starts_with(s)) || std::env::temp_dir().starts_with(dir) {
-        return Err(format!("write: {} is, holds or lies in a system or temporary root; list a directory of your own", dir.display()));
+        return Err(format!(
+            "write: {} is, holds or lies in a system or temporary root; list a directory of your own",
+            dir.display()
+        ));
     }
     Ok(())
 }
@@ -345,7 +595,10 @@ fn expand_functions(origin: &str, names: &[String]) -> Result<Vec<String>, Input
             all.insert(name.clone());
         } else {
             let sets: Vec<&str> = FUNCTION_SETS.iter().map(|(s, _)| *s).collect();
-            return Err(bad(origin, format!("functions: {name:?} is neither a function name nor a set ({})", sets.join(", "))));
+            return Err(bad(
+                origin,
+                format!("functions: {name:?} is neither a function name nor a set ({})", sets.join(", ")),
+            ));
         }
     }
     Ok(all.into_iter().collect())
@@ -357,9 +610,15 @@ fn is_function_name(name: &str) -> bool {
     let base = name.strip_suffix("<-").filter(|b| !b.is_empty()).unwrap_or(name);
     let syntactic = base.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '.')
         && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
-    let special = base.len() > 2 && base.starts_with('%') && base.ends_with('%') && !base[1..base.len() - 1].contains(['%', '\n']);
-    let operator = ["+", "-", "*", "/", "^", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "~", "::", ":::", "@", "?"]
-        .contains(&base);
+    let special = base.len() > 2
+        && base.starts_with('%')
+        && base.ends_with('%')
+        && !base[1..base.len() - 1].contains(['%', '\n']);
+    let operator = [
+        "+", "-", "*", "/", "^", "==", "!=", "<", ">", "<=", ">=", "&", "|", "!", "&&", "||", "~", "::", ":::", "@",
+        "?",
+    ]
+    .contains(&base);
     syntactic || special || operator
 }
 
@@ -373,7 +632,13 @@ pub(crate) fn user_libraries() -> Vec<PathBuf> {
     let mut found = Vec::new();
     for platform in std::fs::read_dir(home.join("R")).into_iter().flatten().flatten() {
         if platform.file_name().to_string_lossy().ends_with("-library") {
-            let mut versions: Vec<PathBuf> = std::fs::read_dir(platform.path()).into_iter().flatten().flatten().map(|v| v.path()).filter(|p| p.is_dir()).collect();
+            let mut versions: Vec<PathBuf> = std::fs::read_dir(platform.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|v| v.path())
+                .filter(|p| p.is_dir())
+                .collect();
             versions.sort();
             found.extend(versions);
         }
@@ -488,7 +753,11 @@ mod tests {
 
     #[test]
     fn a_profile_sets_limits_and_packages() {
-        let p = Profile::parse("p.toml", "extends = \"strict\"\npackages = [\"stats\"]\n[limits]\ntimeout = 5\nmemory = \"256M\"\n").unwrap();
+        let p = Profile::parse(
+            "p.toml",
+            "extends = \"strict\"\npackages = [\"stats\"]\n[limits]\ntimeout = 5\nmemory = \"256M\"\n",
+        )
+        .unwrap();
         let o = p.apply_limits(EvalOptions::default());
         assert_eq!((o.timeout, o.memory), (Duration::from_secs(5), Some(256 << 20)));
         assert_eq!(o.disk, EvalOptions::default().disk, "what the profile does not set keeps its default");

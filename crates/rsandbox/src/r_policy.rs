@@ -129,7 +129,9 @@ pub fn executables(info: &ZygoteInfo, exec: &[PathBuf]) -> Vec<PathBuf> {
     for program in programs {
         // A file whose header cannot be read keeps no interpreter: it fails to start
         // (closed), and the other programs keep theirs.
-        for path in crate::exec::with_interpreters(std::slice::from_ref(&program)).unwrap_or_else(|_| vec![program.clone()]) {
+        for path in
+            crate::exec::with_interpreters(std::slice::from_ref(&program)).unwrap_or_else(|_| vec![program.clone()])
+        {
             if !all.contains(&path) {
                 all.push(path);
             }

@@ -38,7 +38,12 @@ pub struct ExecuteOptions {
 
 impl Default for ExecuteOptions {
     fn default() -> Self {
-        ExecuteOptions { timeout: Duration::from_secs(30), max_tool_calls: 100, max_output: EvalOptions::default().max_output, echo: true }
+        ExecuteOptions {
+            timeout: Duration::from_secs(30),
+            max_tool_calls: 100,
+            max_output: EvalOptions::default().max_output,
+            echo: true,
+        }
     }
 }
 
@@ -164,7 +169,10 @@ impl Session {
         }
     }
 
-    fn ensure_child<'g>(&self, slot: &'g mut MutexGuard<'_, Option<Prepared>>) -> Result<&'g mut Prepared, EngineError> {
+    fn ensure_child<'g>(
+        &self,
+        slot: &'g mut MutexGuard<'_, Option<Prepared>>,
+    ) -> Result<&'g mut Prepared, EngineError> {
         if slot.is_none() {
             let prepared = self.engine.take_child(&self.options, &self.tools)?;
             *self.interrupter.lock().expect("interrupter") = Some(prepared.child.interrupter());
@@ -174,7 +182,10 @@ impl Session {
     }
 
     /// A request between executes; a child that failed it is replaced.
-    fn with_child<T>(&self, op: impl FnOnce(&mut crate::child::SandboxChild) -> Result<T, EngineError>) -> Result<T, EngineError> {
+    fn with_child<T>(
+        &self,
+        op: impl FnOnce(&mut crate::child::SandboxChild) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
         let mut slot = self.lock()?;
         let prepared = self.ensure_child(&mut slot)?;
         let answer = op(&mut prepared.child);
@@ -201,7 +212,12 @@ impl Engine {
     /// A session whose global environment starts from a [`Session::snapshot`] (loaded
     /// inside the new sandbox; the engine never reads it). R's warnings about what could
     /// not be restored come back with the session.
-    pub fn restore_session(&self, options: EvalOptions, tools: Vec<Tool>, snapshot: &str) -> Result<(Session, Vec<String>), EngineError> {
+    pub fn restore_session(
+        &self,
+        options: EvalOptions,
+        tools: Vec<Tool>,
+        snapshot: &str,
+    ) -> Result<(Session, Vec<String>), EngineError> {
         let session = Session::start(self.clone(), options, tools)?;
         let warnings = session.with_child(|child| files::restore(child, snapshot))?;
         Ok((session, warnings))

@@ -138,7 +138,8 @@ pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t
     if name.len() > MAX_TOOL_NAME {
         return Err(format!("tool name of {} bytes exceeds the limit of {MAX_TOOL_NAME}", name.len()));
     }
-    let tool = tools.iter().find(|t| t.spec.name == name).ok_or_else(|| format!("unknown tool {}", quote_excerpt(name)))?;
+    let tool =
+        tools.iter().find(|t| t.spec.name == name).ok_or_else(|| format!("unknown tool {}", quote_excerpt(name)))?;
     let empty = serde_json::Map::new();
     let given = match args {
         Value::Object(m) => m,
@@ -166,7 +167,8 @@ mod tests {
     use serde_json::json;
 
     fn add() -> Tool {
-        let spec: ToolSpec = serde_json::from_value(json!({"name": "add", "args": {"a": "numeric", "b": "numeric"}})).unwrap();
+        let spec: ToolSpec =
+            serde_json::from_value(json!({"name": "add", "args": {"a": "numeric", "b": "numeric"}})).unwrap();
         Tool::new(spec, |a| Ok(json!(a["a"].as_f64().unwrap() + a["b"].as_f64().unwrap()))).unwrap()
     }
 
@@ -176,8 +178,14 @@ mod tests {
         assert!(check_call(&tools, "add", &json!({"a": 1, "b": [2, null]})).is_ok());
         assert_eq!(check_call(&tools, "sub", &json!({})).unwrap_err(), "unknown tool \"sub\"");
         assert_eq!(check_call(&tools, "add", &json!({"a": 1})).unwrap_err(), "tool add: missing argument \"b\"");
-        assert_eq!(check_call(&tools, "add", &json!({"a": 1, "b": 2, "c": 3})).unwrap_err(), "tool add: unknown argument \"c\"");
-        assert_eq!(check_call(&tools, "add", &json!({"a": "x", "b": 2})).unwrap_err(), "tool add: argument \"a\" must be numeric");
+        assert_eq!(
+            check_call(&tools, "add", &json!({"a": 1, "b": 2, "c": 3})).unwrap_err(),
+            "tool add: unknown argument \"c\""
+        );
+        assert_eq!(
+            check_call(&tools, "add", &json!({"a": "x", "b": 2})).unwrap_err(),
+            "tool add: argument \"a\" must be numeric"
+        );
     }
 
     #[test]
@@ -188,7 +196,10 @@ mod tests {
         assert!(error.len() < 200, "{} bytes", error.len());
         assert!(error.ends_with("(256 bytes)"), "{error}");
         let long = "x".repeat(MAX_TOOL_NAME + 1);
-        assert_eq!(check_call(&tools, &long, &json!({})).unwrap_err(), format!("tool name of {} bytes exceeds the limit of 256", MAX_TOOL_NAME + 1));
+        assert_eq!(
+            check_call(&tools, &long, &json!({})).unwrap_err(),
+            format!("tool name of {} bytes exceeds the limit of 256", MAX_TOOL_NAME + 1)
+        );
         let mut args = serde_json::Map::new();
         args.insert("\u{1}".repeat(10_000), json!(1));
         let error = check_call(&tools, "add", &Value::Object(args)).unwrap_err();

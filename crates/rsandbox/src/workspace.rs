@@ -109,7 +109,10 @@ impl WorkspaceRoot {
             *next
         };
         let path = self.dir.join(format!("ws-{n}"));
-        fs::DirBuilder::new().mode(0o700).create(&path).map_err(EngineError::io(format!("create {}", path.display())))?;
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(EngineError::io(format!("create {}", path.display())))?;
         let (identity, uid_lock) = match (self.as_root, self.fixed_identity) {
             (true, Some(id)) => (Some(id), None),
             (true, None) => {

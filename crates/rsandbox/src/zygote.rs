@@ -54,15 +54,12 @@ pub fn locate_zygote(explicit: Option<&Path>) -> Result<PathBuf, EngineError> {
     }
     let exe = std::env::current_exe().map_err(EngineError::io("find the current executable"))?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
-    [dir.join("rsandbox-zygote"), dir.join("../rsandbox-zygote")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            EngineError::ZygoteStart(format!(
-                "rsandbox-zygote not found beside {}; set RSANDBOX_ZYGOTE or build it (cargo build -p rsandbox-zygote)",
-                exe.display()
-            ))
-        })
+    [dir.join("rsandbox-zygote"), dir.join("../rsandbox-zygote")].into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        EngineError::ZygoteStart(format!(
+            "rsandbox-zygote not found beside {}; set RSANDBOX_ZYGOTE or build it (cargo build -p rsandbox-zygote)",
+            exe.display()
+        ))
+    })
 }
 
 /// The only variables the zygote (and so every child) starts from. `TMPDIR` is inside
@@ -95,7 +92,13 @@ fn zygote_environment(tmpdir: &Path, libraries: &[PathBuf]) -> Vec<(String, Stri
 
 impl Zygote {
     /// Start a zygote and wait until R is up (or report why it is not).
-    pub fn start(binary: &Path, preload: &[String], libraries: &[PathBuf], warm: bool, tmpdir: &Path) -> Result<Zygote, EngineError> {
+    pub fn start(
+        binary: &Path,
+        preload: &[String],
+        libraries: &[PathBuf],
+        warm: bool,
+        tmpdir: &Path,
+    ) -> Result<Zygote, EngineError> {
         let (link, theirs) = ZygoteLink::pair().map_err(|e| EngineError::ZygoteStart(e.to_string()))?;
         let theirs_fd = theirs.as_raw_fd();
         let mut command = Command::new(binary);
@@ -192,7 +195,12 @@ impl Drop for Zygote {
     }
 }
 
-fn spawn_router(link: Arc<ZygoteLink>, routes: Routes, alive: Arc<AtomicBool>, process: Arc<Mutex<std::process::Child>>) {
+fn spawn_router(
+    link: Arc<ZygoteLink>,
+    routes: Routes,
+    alive: Arc<AtomicBool>,
+    process: Arc<Mutex<std::process::Child>>,
+) {
     std::thread::Builder::new()
         .name("rsandbox-zygote-events".into())
         .spawn(move || {
@@ -207,9 +215,14 @@ fn spawn_router(link: Arc<ZygoteLink>, routes: Routes, alive: Arc<AtomicBool>, p
                     }
                 };
                 let req = match &event {
-                    ZygoteEvent::Spawned { req, .. } | ZygoteEvent::SpawnFailed { req, .. } | ZygoteEvent::Exited { req, .. } => *req,
+                    ZygoteEvent::Spawned { req, .. }
+                    | ZygoteEvent::SpawnFailed { req, .. }
+                    | ZygoteEvent::Exited { req, .. } => *req,
                     other => {
-                        crate::note!("rsandbox: expected an event for a spawn request from the zygote, got {}", other.tag());
+                        crate::note!(
+                            "rsandbox: expected an event for a spawn request from the zygote, got {}",
+                            other.tag()
+                        );
                         break;
                     }
                 };

@@ -11,10 +11,16 @@ use std::time::Duration;
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::start(EngineConfig::default()).expect("engine starts (did you run cargo build --workspace?)"))
+    ENGINE.get_or_init(|| {
+        Engine::start(EngineConfig::default()).expect("engine starts (did you run cargo build --workspace?)")
+    })
 }
 
-fn tool(name: &str, args: &[(&str, ArgType)], handler: impl Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static) -> Tool {
+fn tool(
+    name: &str,
+    args: &[(&str, ArgType)],
+    handler: impl Fn(&serde_json::Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
+) -> Tool {
     let spec = ToolSpec {
         name: name.into(),
         description: format!("test tool {name}"),
@@ -57,7 +63,12 @@ fn session_resets_after_a_timeout_its_code_ignores_and_next_call_works() {
     s.execute("x <- 1; m <- matrix(runif(9e6), 3000)", &quick()).unwrap();
     // Native code (reference BLAS) that never checks for interrupts: after the grace
     // period the child is killed.
-    let r = s.execute("for (i in 1:20) m2 <- m %*% m", &exec(ExecuteOptions { timeout: Duration::from_millis(500), ..quick() })).unwrap();
+    let r = s
+        .execute(
+            "for (i in 1:20) m2 <- m %*% m",
+            &exec(ExecuteOptions { timeout: Duration::from_millis(500), ..quick() }),
+        )
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Timeout);
     assert!(r.reset);
     assert_eq!(r.reset_reason.as_deref(), Some("timeout"));
@@ -143,7 +154,12 @@ fn tool_calls_round_trip_every_argument_type() {
         assert_eq!(r.outcome, Outcome::Ok, "{code}: {:?}", r.error);
         assert_eq!(r.value, want, "{code}");
     }
-    assert!(s.execute("is.function(add) && bindingIsLocked('add', as.environment('rsandbox:tools'))", &quick()).unwrap().value == json!(true));
+    assert!(
+        s.execute("is.function(add) && bindingIsLocked('add', as.environment('rsandbox:tools'))", &quick())
+            .unwrap()
+            .value
+            == json!(true)
+    );
 }
 
 #[test]
@@ -166,7 +182,10 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
         r.value.as_str().unwrap_or_default().to_string()
     };
     assert_eq!(refused(r#".Call("rsandbox_tool_call", "system", "{}")"#), "unknown tool \"system\"");
-    assert_eq!(refused(r#".Call("rsandbox_tool_call", "add", '{"a":1,"b":2,"cmd":"id"}')"#), "tool add: unknown argument \"cmd\"");
+    assert_eq!(
+        refused(r#".Call("rsandbox_tool_call", "add", '{"a":1,"b":2,"cmd":"id"}')"#),
+        "tool add: unknown argument \"cmd\""
+    );
     assert!(refused(r#".Call("rsandbox_tool_call", "add", "not json")"#).starts_with("arguments are not JSON"));
     let big = error_of("echo_chr(strrep('x', 2e6))");
     assert!(big.contains("exceeds the limit of 1048576"), "{big}");
@@ -229,7 +248,15 @@ fn audit_log_records_every_event() {
         std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
     // securer's names where it has the event (execute_error, execute_timeout).
-    let wanted = ["session_start", "execute_start", "tool_call", "tool_result", "execute_complete", "execute_error", "execute_timeout"];
+    let wanted = [
+        "session_start",
+        "execute_start",
+        "tool_call",
+        "tool_result",
+        "execute_complete",
+        "execute_error",
+        "execute_timeout",
+    ];
     for want in wanted.into_iter().chain(["violation", "limit", "session_reset", "session_close"]) {
         assert!(events.contains(&want), "missing {want} in {events:?}");
     }
@@ -260,7 +287,8 @@ void rsb_raw(int *mode) {
     )
     .unwrap();
     let so = dir.join("probe.so");
-    let status = std::process::Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().expect("cc runs");
+    let status =
+        std::process::Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&so).arg(&src).status().expect("cc runs");
     assert!(status.success());
     let bytes = std::fs::read(&so).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
@@ -296,7 +324,9 @@ fn pooled_sessions_keep_state_and_reset_between_uses_when_asked() {
     assert_eq!(s.execute("exists('secret')", None).unwrap().value, json!(false), "the next borrower starts clean");
     drop(s);
 
-    let keeping = Pool::new(engine().clone(), 1, EvalOptions::default(), Duration::from_secs(30)).unwrap().reset_between_uses(false);
+    let keeping = Pool::new(engine().clone(), 1, EvalOptions::default(), Duration::from_secs(30))
+        .unwrap()
+        .reset_between_uses(false);
     keeping.session().unwrap().execute("kept <- 'yes'", None).unwrap();
     let mut s = keeping.session().unwrap();
     assert_eq!(s.execute("kept", None).unwrap().value, json!("yes"));
@@ -401,7 +431,8 @@ fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     assert!(matches!(err, EngineError::Setup(_)), "{err:?}");
     assert!(err.to_string().contains("refused a spawn request: invalid policy"), "{err}");
     let bad_env = vec![("A=B".to_string(), "x".to_string())];
-    let err = rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[]).err().unwrap();
+    let err =
+        rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[]).err().unwrap();
     assert!(err.to_string().contains("invalid environment variable \"A=B\""), "{err}");
     // The zygote keeps serving after refusals.
     assert!(zygote.is_alive());
@@ -443,7 +474,10 @@ fn output_streams_while_the_code_runs() {
     let r = s.execute_streaming(code, &quick(), Some(&mut on_event)).unwrap();
     assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
     assert_eq!(r.stdout, "first\nsecond\n", "the result still holds everything");
-    let first = seen.iter().find(|(st, t, _)| *st == rsandbox::OutputStream::Stdout && t.contains("first")).expect("stdout streamed");
+    let first = seen
+        .iter()
+        .find(|(st, t, _)| *st == rsandbox::OutputStream::Stdout && t.contains("first"))
+        .expect("stdout streamed");
     assert!(first.2 < Duration::from_millis(1900), "printed before the sleep, seen at {:?}", first.2);
     let message = seen.iter().find(|(st, _, _)| *st == rsandbox::OutputStream::Message).expect("message streamed");
     assert_eq!(message.1, "note\n");
@@ -490,7 +524,9 @@ fn native_code_that_ignores_the_interrupt_costs_the_session() {
         other.interrupt()
     });
     // Reference BLAS: one matrix product, seconds long, never checks for interrupts.
-    let r = s.execute("for (i in 1:20) m2 <- m %*% m", &ExecuteOptions { timeout: Duration::from_secs(60), ..quick() }).unwrap();
+    let r = s
+        .execute("for (i in 1:20) m2 <- m %*% m", &ExecuteOptions { timeout: Duration::from_secs(60), ..quick() })
+        .unwrap();
     interrupter.join().unwrap();
     assert_eq!(r.outcome, Outcome::Interrupted, "{r:?}");
     assert!(r.reset, "{r:?}");
@@ -502,7 +538,9 @@ fn native_code_that_ignores_the_interrupt_costs_the_session() {
 fn files_go_in_and_out_under_the_rules() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
     assert_eq!(s.put_file("data/in.csv", b"a,b\n1,2\n").unwrap(), 8);
-    let r = s.execute("d <- read.csv('data/in.csv'); write.csv(d * 10, 'out.csv', row.names = FALSE); d$b", &quick()).unwrap();
+    let r = s
+        .execute("d <- read.csv('data/in.csv'); write.csv(d * 10, 'out.csv', row.names = FALSE); d$b", &quick())
+        .unwrap();
     assert_eq!(r.value, json!(2), "{r:?}");
     let out = s.get_file("out.csv").unwrap();
     use base64::Engine as _;
@@ -540,7 +578,8 @@ fn a_snapshot_restores_in_a_new_session_and_a_crafted_one_harms_nothing() {
     assert_eq!(r.value, json!([2, 3, 4, 1, 0]), "{r:?}");
     // Bytes that are not a snapshot: refused inside the sandbox, nothing else happens.
     use base64::Engine as _;
-    let crafted = base64::engine::general_purpose::STANDARD.encode(b"X\n\x00\x00\x00\x03garbage that is not a serialization");
+    let crafted =
+        base64::engine::general_purpose::STANDARD.encode(b"X\n\x00\x00\x00\x03garbage that is not a serialization");
     let err = engine().restore_session(EvalOptions::default(), vec![], &crafted).err().expect("refused");
     assert!(matches!(err, EngineError::Input(_)), "{err:?}");
     assert!(engine().restore_session(EvalOptions::default(), vec![], "not base64!").is_err());

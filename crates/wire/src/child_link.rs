@@ -55,7 +55,12 @@ impl HostLink {
 
     /// Ask the host to run a tool and wait for its answer: the value, or the error the
     /// host gives (refused, failed).
-    pub fn call_tool(&self, call: u64, tool: String, args: serde_json::Value) -> Result<Result<serde_json::Value, String>, WireError> {
+    pub fn call_tool(
+        &self,
+        call: u64,
+        tool: String,
+        args: serde_json::Value,
+    ) -> Result<Result<serde_json::Value, String>, WireError> {
         self.report(&ChildReport::ToolCall { call, tool, args })?;
         let expected = "the tool_reply for the pending call";
         match self.next_request()? {
@@ -197,7 +202,9 @@ mod tests {
         let (host, mut supervisor) = UnixStream::pair().unwrap();
         // SAFETY: `host` outlives every use of the link below.
         let link = unsafe { HostLink::on_fd(host.as_raw_fd()) };
-        supervisor.write_all(&encode_request(&ChildRequest::ToolReply { call: 9, value: None, error: Some("x".into()) })).unwrap();
+        supervisor
+            .write_all(&encode_request(&ChildRequest::ToolReply { call: 9, value: None, error: Some("x".into()) }))
+            .unwrap();
         let err = link.call_tool(1, "add".into(), serde_json::json!({})).unwrap_err().to_string();
         assert_eq!(err, "expected the tool_reply for the pending call from the supervisor, got tool_reply");
         let mut reports = ChildReports::default();
@@ -206,7 +213,11 @@ mod tests {
         reports.push(&buf[..n]);
         assert!(matches!(reports.next_report().unwrap(), Some(ChildReport::ToolCall { call: 1, .. })));
         supervisor
-            .write_all(&encode_request(&ChildRequest::ToolReply { call: 2, value: Some(serde_json::json!(3)), error: None }))
+            .write_all(&encode_request(&ChildRequest::ToolReply {
+                call: 2,
+                value: Some(serde_json::json!(3)),
+                error: None,
+            }))
             .unwrap();
         assert_eq!(link.call_tool(2, "add".into(), serde_json::json!({})).unwrap(), Ok(serde_json::json!(3)));
         // Take the second call off the socket: closing with unread data is a reset, not an end.

@@ -11,8 +11,26 @@ pub fn is_package_name(name: &str) -> bool {
 /// followed by a digit), then letters, digits, dots and underscores; not a reserved word.
 pub fn is_r_identifier(name: &str) -> bool {
     const RESERVED: [&str; 20] = [
-        "if", "else", "repeat", "while", "function", "for", "next", "break", "TRUE", "FALSE", "NULL", "Inf", "NaN",
-        "NA", "NA_integer_", "NA_real_", "NA_character_", "NA_complex_", "in", "...",
+        "if",
+        "else",
+        "repeat",
+        "while",
+        "function",
+        "for",
+        "next",
+        "break",
+        "TRUE",
+        "FALSE",
+        "NULL",
+        "Inf",
+        "NaN",
+        "NA",
+        "NA_integer_",
+        "NA_real_",
+        "NA_character_",
+        "NA_complex_",
+        "in",
+        "...",
     ];
     let mut chars = name.chars();
     let starts_well = match chars.next() {

@@ -68,7 +68,8 @@ impl ZygoteLink {
 
     /// Ask for a child; `fds` go with the request.
     pub fn request_spawn(&self, request: &ZygoteRequest, fds: SpawnFds<BorrowedFd<'_>>) -> Result<(), WireError> {
-        let bytes = serde_json::to_vec(request).map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
+        let bytes = serde_json::to_vec(request)
+            .map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
         let fds = [fds.control, fds.stdout, fds.stderr, fds.violations];
         self.channel.send(&bytes, &fds).map_err(WireError::io("send a spawn request", Peer::Zygote))
     }
@@ -78,8 +79,8 @@ impl ZygoteLink {
         let Some((bytes, mut fds)) = self.channel.recv().map_err(WireError::io("read an event", Peer::Zygote))? else {
             return Ok(None);
         };
-        let event: ZygoteEvent =
-            serde_json::from_slice(&bytes).map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
+        let event: ZygoteEvent = serde_json::from_slice(&bytes)
+            .map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
         let expected_fds = usize::from(matches!(event, ZygoteEvent::Spawned { .. }));
         if fds.len() != expected_fds {
             return Err(WireError::Unexpected {
@@ -105,7 +106,8 @@ impl SupervisorLink {
     }
 
     fn send(&self, event: &ZygoteEvent, fds: &[BorrowedFd<'_>]) -> Result<(), WireError> {
-        let bytes = serde_json::to_vec(event).map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
+        let bytes = serde_json::to_vec(event)
+            .map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
         self.channel.send(&bytes, fds).map_err(WireError::io("send an event", Peer::Supervisor))
     }
 
@@ -164,11 +166,12 @@ impl AsFd for SupervisorLink {
 /// The fds of a spawn request in their roles, or an error naming the count.
 pub fn spawn_fds(fds: Vec<OwnedFd>) -> Result<SpawnFds<OwnedFd>, WireError> {
     let count = fds.len();
-    let [control, stdout, stderr, violations] = <[OwnedFd; SPAWN_FDS]>::try_from(fds).map_err(|_| WireError::Unexpected {
-        peer: Peer::Supervisor,
-        expected: "spawn with exactly 4 fds",
-        got: format!("{count} fds"),
-    })?;
+    let [control, stdout, stderr, violations] =
+        <[OwnedFd; SPAWN_FDS]>::try_from(fds).map_err(|_| WireError::Unexpected {
+            peer: Peer::Supervisor,
+            expected: "spawn with exactly 4 fds",
+            got: format!("{count} fds"),
+        })?;
     Ok(SpawnFds { control, stdout, stderr, violations })
 }
 
@@ -198,7 +201,12 @@ mod tests {
         let err = link.await_start_up().unwrap_err().to_string();
         assert_eq!(err, "expected ready from the zygote, got spawn_failed");
         zygote
-            .announce_ready(Ready { r_version: "R 4".into(), r_home: "/usr/lib/R".into(), library_paths: vec![], preloaded: vec![] })
+            .announce_ready(Ready {
+                r_version: "R 4".into(),
+                r_home: "/usr/lib/R".into(),
+                library_paths: vec![],
+                preloaded: vec![],
+            })
             .unwrap();
         assert!(matches!(link.await_start_up().unwrap(), StartUp::Ready(r) if r.r_version == "R 4"));
         drop(zygote);

@@ -53,7 +53,9 @@ fn parse_args(args: Vec<String>) -> (Vec<String>, bool) {
             }
             ("--no-warm", _) => warm = false,
             _ => {
-                eprintln!("usage: rsandbox-zygote [--preload pkg1,pkg2] [--no-warm] (started by rsandbox, fd 3 = channel)");
+                eprintln!(
+                    "usage: rsandbox-zygote [--preload pkg1,pkg2] [--no-warm] (started by rsandbox, fd 3 = channel)"
+                );
                 std::process::exit(2)
             }
         }

@@ -8,6 +8,7 @@
 
 use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
+use crate::workspace_files;
 use base64::Engine as _;
 use lockdown::{Policy, SeccompFilters};
 use std::fs::File;
@@ -17,7 +18,6 @@ use std::path::Path;
 use wire::child_link::{HostLink, CHILD_CHANNEL_FD};
 use wire::messages::{ChildReport, ChildRequest, ToolStub};
 use wire::zygote_link::SpawnFds;
-use crate::workspace_files;
 
 const VIOLATION: RawFd = 4;
 /// Exit status when the lockdown failed (the report says why).
@@ -40,7 +40,13 @@ pub struct ChildSpec<'a> {
 }
 
 /// The child's whole life. Never returns.
-pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: &SeccompFilters, zygote: libc::pid_t) -> ! {
+pub fn run(
+    r: &EmbeddedR,
+    spec: ChildSpec<'_>,
+    fds: SpawnFds<OwnedFd>,
+    filters: &SeccompFilters,
+    zygote: libc::pid_t,
+) -> ! {
     let ChildSpec { policy, workspace, env, tools } = spec;
     if let Err(e) = restore_signals() {
         // Nothing is arranged yet: the exit status is all the supervisor will see.
@@ -53,7 +59,10 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
         lockdown_exit(SETUP_FAILED);
     }
     if let Err(e) = prepare_environment(workspace, env) {
-        report_and_exit(&ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") }, SETUP_FAILED);
+        report_and_exit(
+            &ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") },
+            SETUP_FAILED,
+        );
     }
     let mut policy = policy.clone();
     policy.keep_fds_below = VIOLATION + 1;
@@ -61,15 +70,17 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
     let started = std::time::Instant::now();
     let applied = match lockdown::apply(&policy, filters, zygote) {
         Ok(applied) => applied,
-        Err(e) => report_and_exit(
-            &ChildReport::SetupFailed { error: lockdown::command::error_chain(&e) },
-            SETUP_FAILED,
-        ),
+        Err(e) => {
+            report_and_exit(&ChildReport::SetupFailed { error: lockdown::command::error_chain(&e) }, SETUP_FAILED)
+        }
     };
     // From here on everything runs locked down, as the sandbox's own identity: files
     // made now belong to it (made earlier, as root, it could not write them).
     if let Err(e) = make_private_dirs(workspace) {
-        report_and_exit(&ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") }, SETUP_FAILED);
+        report_and_exit(
+            &ChildReport::SetupFailed { error: format!("failed to prepare the workspace: {e}") },
+            SETUP_FAILED,
+        );
     }
     install_quit_hook();
     if let Err(e) = define_tools(r, tools) {
@@ -140,7 +151,9 @@ pub fn run(r: &EmbeddedR, spec: ChildSpec<'_>, fds: SpawnFds<OwnedFd>, filters: 
 /// Set the function allowlist (once per child; later calls change nothing). Names that
 /// exist nowhere in this R are an error: a typo would otherwise shrink the list silently.
 fn allow_functions(r: &EmbeddedR, names: &[String]) -> Result<(), String> {
-    let missing = r.call("rsandbox_allow", &[&names.join("\n")]).map_err(|e| format!("the function allowlist could not be set: {e}"))?;
+    let missing = r
+        .call("rsandbox_allow", &[&names.join("\n")])
+        .map_err(|e| format!("the function allowlist could not be set: {e}"))?;
     if missing.is_empty() {
         Ok(())
     } else {

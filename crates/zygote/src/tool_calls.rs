@@ -6,9 +6,9 @@
 use crate::r_api::*;
 use crate::r_values::to_r;
 use crate::sandbox_child::host;
-use wire::messages::ChildReport;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
+use wire::messages::ChildReport;
 
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
@@ -25,7 +25,13 @@ pub fn register_native_routines() {
     // SAFETY: R is initialised; R copies the table (names are 'static); the routine has
     // the declared signature (two SEXP arguments, SEXP result).
     unsafe {
-        R_registerRoutines(R_getEmbeddingDllInfo(), std::ptr::null(), routines.as_ptr(), std::ptr::null(), std::ptr::null());
+        R_registerRoutines(
+            R_getEmbeddingDllInfo(),
+            std::ptr::null(),
+            routines.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+        );
     }
 }
 
@@ -89,7 +95,8 @@ unsafe fn first_string(s: SEXP) -> Result<String, String> {
 }
 
 fn call_host(tool: String, args_json: String) -> Result<serde_json::Value, String> {
-    let args: serde_json::Value = serde_json::from_str(&args_json).map_err(|e| format!("arguments are not JSON: {e}"))?;
+    let args: serde_json::Value =
+        serde_json::from_str(&args_json).map_err(|e| format!("arguments are not JSON: {e}"))?;
     let call = NEXT_CALL.fetch_add(1, Ordering::SeqCst);
     host().call_tool(call, tool, args).unwrap_or_else(|e| Err(format!("the host channel failed: {e}")))
 }

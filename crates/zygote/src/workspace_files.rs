@@ -103,7 +103,13 @@ pub fn list(workspace: &Path) -> Result<(Vec<FileEntry>, bool), String> {
     Ok((files, truncated))
 }
 
-fn walk(dir: OwnedFd, prefix: &str, files: &mut Vec<FileEntry>, truncated: &mut bool, depth: usize) -> Result<(), String> {
+fn walk(
+    dir: OwnedFd,
+    prefix: &str,
+    files: &mut Vec<FileEntry>,
+    truncated: &mut bool,
+    depth: usize,
+) -> Result<(), String> {
     if depth > 64 {
         *truncated = true;
         return Ok(());

@@ -280,4 +280,3 @@ fn drain_signalfd(fd: &OwnedFd) {
     // SAFETY: reading into a local buffer from a non-blocking fd we own.
     while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
 }
-

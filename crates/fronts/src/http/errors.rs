@@ -40,7 +40,12 @@ impl ApiError {
 
     /// 401: no valid bearer token.
     pub fn unauthorized() -> ApiError {
-        ApiError { status: StatusCode::UNAUTHORIZED, code: "unauthorized", message: "a valid bearer token is required".into(), retry_after: None }
+        ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            message: "a valid bearer token is required".into(),
+            retry_after: None,
+        }
     }
 
     /// 404: no such session for this token (another token's sessions are not found either).
@@ -50,12 +55,22 @@ impl ApiError {
 
     /// 429: this token has too much in flight or asked too often; retry after `seconds`.
     pub fn rate_limited(message: impl Into<String>, seconds: u64) -> ApiError {
-        ApiError { status: StatusCode::TOO_MANY_REQUESTS, code: "rate_limited", message: message.into(), retry_after: Some(seconds) }
+        ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            code: "rate_limited",
+            message: message.into(),
+            retry_after: Some(seconds),
+        }
     }
 
     /// 500: the supervisor itself failed.
     pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, code: "engine_error", message: message.into(), retry_after: None }
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "engine_error",
+            message: message.into(),
+            retry_after: None,
+        }
     }
 }
 

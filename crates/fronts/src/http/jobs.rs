@@ -101,8 +101,11 @@ impl Jobs {
     fn prune(&self, jobs: &mut HashMap<String, Job>, owner: &str) {
         let now = Instant::now();
         jobs.retain(|_, j| j.finished.is_none_or(|t| now.duration_since(t) < self.retention));
-        let mut finished: Vec<(Instant, String)> =
-            jobs.iter().filter(|(_, j)| j.owner == owner).filter_map(|(id, j)| j.finished.map(|t| (t, id.clone()))).collect();
+        let mut finished: Vec<(Instant, String)> = jobs
+            .iter()
+            .filter(|(_, j)| j.owner == owner)
+            .filter_map(|(id, j)| j.finished.map(|t| (t, id.clone())))
+            .collect();
         if finished.len() >= MAX_FINISHED_PER_TOKEN {
             finished.sort();
             for (_, id) in finished.iter().take(finished.len() + 1 - MAX_FINISHED_PER_TOKEN) {

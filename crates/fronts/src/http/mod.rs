@@ -63,7 +63,8 @@ pub fn serve(
     let served = runtime.block_on(async move {
         let state = Arc::new(state::AppState::new(engine, tokens, caps));
         let app = routes::router(state.clone());
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
         tracing::info!(address = %bound, "listening");

@@ -76,14 +76,20 @@ impl Metrics {
         let mut t = String::new();
         t.push_str("# HELP rsandbox_http_requests_total Requests answered, by route, status and token name (- before the token check).\n# TYPE rsandbox_http_requests_total counter\n");
         for ((route, status, token), n) in self.requests.lock().expect("metrics").iter() {
-            let _ = writeln!(t, "rsandbox_http_requests_total{{route=\"{route}\",status=\"{status}\",token=\"{token}\"}} {n}");
+            let _ = writeln!(
+                t,
+                "rsandbox_http_requests_total{{route=\"{route}\",status=\"{status}\",token=\"{token}\"}} {n}"
+            );
         }
         t.push_str("# HELP rsandbox_http_request_seconds Time to answer, by route.\n# TYPE rsandbox_http_request_seconds histogram\n");
         for (route, h) in self.latency.lock().expect("metrics").iter() {
             let mut cumulative = 0;
             for (bound, n) in BUCKETS.iter().zip(h.counts) {
                 cumulative += n;
-                let _ = writeln!(t, "rsandbox_http_request_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}");
+                let _ = writeln!(
+                    t,
+                    "rsandbox_http_request_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
+                );
             }
             let _ = writeln!(t, "rsandbox_http_request_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
             let _ = writeln!(t, "rsandbox_http_request_seconds_sum{{route=\"{route}\"}} {}", h.sum);
@@ -117,7 +123,13 @@ impl Metrics {
 fn request_id(state: &AppState, request: &Request) -> String {
     let given = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok());
     match given {
-        Some(id) if !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) => id.to_string(),
+        Some(id)
+            if !id.is_empty()
+                && id.len() <= 64
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) =>
+        {
+            id.to_string()
+        }
         _ => format!("req-{}", state.metrics.next_id.fetch_add(1, Ordering::SeqCst)),
     }
 }
@@ -126,7 +138,8 @@ fn request_id(state: &AppState, request: &Request) -> String {
 pub async fn observe(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request_id(&state, &request);
-    let route = request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let route =
+        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = request.method().clone();
     let span = tracing::info_span!("request", request_id = %id, method = %method, route = %route);
     let mut response = next.run(request).instrument(span.clone()).await;

@@ -134,7 +134,10 @@ impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
     }
 }
 
@@ -191,7 +194,9 @@ async fn authorize(State(state): State<Arc<AppState>>, mut request: Request, nex
 /// lines carry the request id).
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> AppResult<T> + Send + 'static) -> AppResult<T> {
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(work)).await.map_err(|e| ApiError::internal(format!("a worker failed: {e}")))?
+    tokio::task::spawn_blocking(move || span.in_scope(work))
+        .await
+        .map_err(|e| ApiError::internal(format!("a worker failed: {e}")))?
 }
 
 /// Run blocking engine work whose events and result go to a server-sent event stream.
@@ -250,7 +255,8 @@ fn run_eval<'a>(
 }
 
 /// The 200 answer: a result, as JSON or as the last event of a stream.
-const RESULT_CONTENT: &str = "The result (whatever the outcome), as JSON; with `Accept: text/event-stream`, a stream of \
+const RESULT_CONTENT: &str =
+    "The result (whatever the outcome), as JSON; with `Accept: text/event-stream`, a stream of \
     `output` and `tool_call` events ending with one `result` (or `error`) event";
 
 /// Evaluate in a fresh sandbox.
@@ -268,11 +274,14 @@ async fn eval(
     let options = eval_options(&state, &body)?;
     let admitted = state.admit(&caller)?;
     if stream::wants_stream(&headers) {
-        return Ok(streamed(move |tx| {
-            let (_admitted, mut body) = (admitted, body);
-            let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
-            run_eval(&state, &mut body, options, Some(&mut emit))
-        }, None));
+        return Ok(streamed(
+            move |tx| {
+                let (_admitted, mut body) = (admitted, body);
+                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                run_eval(&state, &mut body, options, Some(&mut emit))
+            },
+            None,
+        ));
     }
     let state2 = state.clone();
     let result = blocking(move || {
@@ -312,7 +321,11 @@ async fn create_job(
 /// kept for the server's retention period.
 #[utoipa::path(get, path = "/v1/jobs/{job}", params(("job" = String, Path, description = "The job")),
     responses((status = 200, body = JobView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn get_job(State(state): State<Arc<AppState>>, Extension(Caller(caller)): Extension<Caller>, Path(job): Path<String>) -> AppResult<Json<JobView>> {
+async fn get_job(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(job): Path<String>,
+) -> AppResult<Json<JobView>> {
     Ok(Json(state.jobs.get(&caller, &job)?))
 }
 
@@ -368,7 +381,10 @@ async fn execute(
         Some(t) => return Err(ApiError::bad_input(format!("invalid timeout: {t}"))),
     };
     if timeout > state.caps.max_timeout {
-        return Err(ApiError::bad_input(format!("timeout above this server's cap of {} s", state.caps.max_timeout.as_secs())));
+        return Err(ApiError::bad_input(format!(
+            "timeout above this server's cap of {} s",
+            state.caps.max_timeout.as_secs()
+        )));
     }
     let entry = state.session(&caller, &id)?;
     let executing = entry.start_execute()?;
@@ -381,14 +397,17 @@ async fn execute(
             tracing::info!("the client left the stream; interrupting the execute");
             gone.session.interrupt();
         });
-        return Ok(streamed(move |tx| {
-            let _running = (admitted, executing);
-            let _attached = entry.bridge.attach(tx.clone(), deadline);
-            let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
-            let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
-            state.metrics.result(&result);
-            Ok(result)
-        }, Some(on_gone)));
+        return Ok(streamed(
+            move |tx| {
+                let _running = (admitted, executing);
+                let _attached = entry.bridge.attach(tx.clone(), deadline);
+                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
+                state.metrics.result(&result);
+                Ok(result)
+            },
+            Some(on_gone),
+        ));
     }
     let state2 = state.clone();
     let result = blocking(move || {
@@ -429,7 +448,11 @@ async fn tool_result(
 #[utoipa::path(post, path = "/v1/sessions/{id}/snapshot", params(("id" = String, Path, description = "The session")),
     responses((status = 200, body = Snapshot), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody)))]
-async fn snapshot(State(state): State<Arc<AppState>>, Extension(Caller(caller)): Extension<Caller>, Path(id): Path<String>) -> AppResult<Json<Snapshot>> {
+async fn snapshot(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(id): Path<String>,
+) -> AppResult<Json<Snapshot>> {
     let entry = state.session(&caller, &id)?;
     let (snapshot, not_saved) = blocking(move || Ok(entry.session.snapshot()?)).await?;
     Ok(Json(Snapshot { snapshot, not_saved }))

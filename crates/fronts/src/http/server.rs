@@ -66,7 +66,10 @@ pub async fn run(listener: TcpListener, app: Router, limits: ConnectionLimits, s
         }
     }
     drop(listener);
-    tracing::info!(grace_s = limits.shutdown_grace.as_secs(), "stopping: no new connections, finishing running requests");
+    tracing::info!(
+        grace_s = limits.shutdown_grace.as_secs(),
+        "stopping: no new connections, finishing running requests"
+    );
     tokio::select! {
         () = graceful.shutdown() => true,
         () = tokio::time::sleep(limits.shutdown_grace) => {

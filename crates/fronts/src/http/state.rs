@@ -49,7 +49,12 @@ impl Default for HttpCaps {
 impl HttpCaps {
     /// The options for a request: what it asked is refused above a cap (400, never
     /// lowered silently); what it left to the defaults is brought within the caps.
-    pub fn bound(&self, mut options: EvalOptions, asked: &crate::request::Limits, asked_timeout: bool) -> Result<EvalOptions, ApiError> {
+    pub fn bound(
+        &self,
+        mut options: EvalOptions,
+        asked: &crate::request::Limits,
+        asked_timeout: bool,
+    ) -> Result<EvalOptions, ApiError> {
         if !asked_timeout {
             options.timeout = options.timeout.min(self.max_timeout);
         }
@@ -63,10 +68,16 @@ impl HttpCaps {
     /// Refuse options above the caps (400, never lowered silently).
     pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
         if options.timeout > self.max_timeout {
-            return Err(ApiError::bad_input(format!("timeout above this server's cap of {} s", self.max_timeout.as_secs())));
+            return Err(ApiError::bad_input(format!(
+                "timeout above this server's cap of {} s",
+                self.max_timeout.as_secs()
+            )));
         }
         if options.memory.is_some_and(|m| m > self.max_memory) {
-            return Err(ApiError::bad_input(format!("memory above this server's cap of {} MiB", self.max_memory >> 20)));
+            return Err(ApiError::bad_input(format!(
+                "memory above this server's cap of {} MiB",
+                self.max_memory >> 20
+            )));
         }
         if options.cpu_seconds.is_some_and(|c| c > self.max_cpu) {
             return Err(ApiError::bad_input(format!("cpu above this server's cap of {} s", self.max_cpu)));

@@ -48,8 +48,12 @@ impl StreamEvent {
     fn into_sse(self) -> SseEvent {
         let (name, data) = match self {
             StreamEvent::Output { stream, text } => ("output", json!({"stream": stream, "text": text})),
-            StreamEvent::ToolCall { call, tool, args } => ("tool_call", json!({"call": call, "tool": tool, "args": args})),
-            StreamEvent::Result(result) => ("result", serde_json::to_value(*result).unwrap_or_else(|e| json!({"error": e.to_string()}))),
+            StreamEvent::ToolCall { call, tool, args } => {
+                ("tool_call", json!({"call": call, "tool": tool, "args": args}))
+            }
+            StreamEvent::Result(result) => {
+                ("result", serde_json::to_value(*result).unwrap_or_else(|e| json!({"error": e.to_string()})))
+            }
             StreamEvent::Error(body) => ("error", serde_json::to_value(body).unwrap_or(Value::Null)),
         };
         SseEvent::default().event(name).data(data.to_string())
@@ -57,7 +61,8 @@ impl StreamEvent {
 }
 
 /// A channel for one streamed request, and the response that drains it.
-pub fn channel() -> (UnboundedSender<StreamEvent>, Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>) {
+pub fn channel() -> (UnboundedSender<StreamEvent>, Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>)
+{
     let (tx, rx): (_, UnboundedReceiver<StreamEvent>) = unbounded_channel();
     let events = UnboundedReceiverStream::new(rx).map(|e| Ok(e.into_sse()));
     (tx, Sse::new(events).keep_alive(KeepAlive::default()))

@@ -36,7 +36,8 @@ pub const ATTACK_USER: &str = "rsandbox-attack";
 /// Sandboxes started by root run under uids from here up.
 pub const SANDBOX_UID_BASE: u32 = 2_000_000_000;
 /// Categories, one directory each under `tests/attacks/`.
-pub const CATEGORIES: [&str; 9] = ["files", "exec", "network", "kernel", "resources", "protocol", "environment", "allowlist", "legit"];
+pub const CATEGORIES: [&str; 9] =
+    ["files", "exec", "network", "kernel", "resources", "protocol", "environment", "allowlist", "legit"];
 /// Outcomes of the JSON result, with the CLI's exit status for each.
 pub const OUTCOMES: [(&str, i32); 10] = [
     ("ok", 0),
@@ -208,7 +209,9 @@ fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
             either.extend(outcomes.iter().filter(|o| !case.outcomes.contains(o)).cloned());
             Some(ContainerRule::Expect { outcomes: either, reason: reason.clone() })
         }
-        (Mode::NoUserNamespacesUser | Mode::ChrootRoot, Some(ContainerRule::Loses(reason))) => Some(ContainerRule::Loses(reason.clone())),
+        (Mode::NoUserNamespacesUser | Mode::ChrootRoot, Some(ContainerRule::Loses(reason))) => {
+            Some(ContainerRule::Loses(reason.clone()))
+        }
         _ => None,
     }
 }
@@ -374,9 +377,8 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
             break;
         }
         header_lines += 1;
-        let body = line
-            .strip_prefix("# ")
-            .ok_or_else(|| format!("line {}: header lines must be `# key: value`", n + 1))?;
+        let body =
+            line.strip_prefix("# ").ok_or_else(|| format!("line {}: header lines must be `# key: value`", n + 1))?;
         let (key, value) =
             body.split_once(':').ok_or_else(|| format!("line {}: header line without `key:`: {line:?}", n + 1))?;
         let key = key.trim();
@@ -419,7 +421,8 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
 
     // `outcome=<o>[|<o>…] — <reason>`
     let expect_rule = |key: &str, v: &str| -> Result<ContainerRule, String> {
-        let (outcomes, reason) = v.split_once(" — ").ok_or_else(|| format!("{key} must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
+        let (outcomes, reason) =
+            v.split_once(" — ").ok_or_else(|| format!("{key} must be `outcome=<o>[|<o>…] — <reason>`, got {v:?}"))?;
         Ok(ContainerRule::Expect { outcomes: parse_outcomes(key, outcomes, &[])?, reason: reason.trim().to_string() })
     };
     let container = match (one("container-expect"), one("container-loses")) {
@@ -430,7 +433,8 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
     };
     let compile = one("compile-expect").map(|v| expect_rule("compile-expect", &v)).transpose()?;
     let outcomes = parse_outcomes("expect", &required("expect")?, &[REFUSED])?;
-    let functions = one("functions").map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
+    let functions = one("functions")
+        .map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
     if outcomes.iter().any(|o| o == REFUSED) && (outcomes.len() > 1 || functions.is_none()) {
         return Err(format!("outcome={REFUSED} stands alone, and only under a function allowlist (`functions:`)"));
     }
@@ -446,11 +450,16 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
     let value = one("expect-value")
         .map(|v| serde_json::from_str::<Value>(&v).map_err(|e| format!("expect-value is not JSON ({e}): {v}")))
         .transpose()?;
-    let plots = one("expect-plots").map(|p| p.parse::<usize>().map_err(|_| format!("expect-plots: not a count: {p}"))).transpose()?;
+    let plots = one("expect-plots")
+        .map(|p| p.parse::<usize>().map_err(|_| format!("expect-plots: not a count: {p}")))
+        .transpose()?;
 
     let targets_raw = required("targets")?;
-    let targets: BTreeSet<String> =
-        targets_raw.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(String::from).collect();
+    let targets: BTreeSet<String> = targets_raw
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
     for t in &targets {
         if !TARGETS.contains(&t.as_str()) {
             return Err(format!("unknown target {t:?}"));
@@ -490,11 +499,18 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
     }
     let cal_changed: Vec<String> = many("calibrate-expect-changed")
         .iter()
-        .flat_map(|v| v.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(String::from).collect::<Vec<_>>())
+        .flat_map(|v| {
+            v.split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
         .collect();
     for f in &cal_changed {
         if !(f.starts_with("file:") || f == "proc:sleeper") || !targets.contains(f) {
-            return Err(format!("calibrate-expect-changed: {f:?} must be a file: target or proc:sleeper listed in targets"));
+            return Err(format!(
+                "calibrate-expect-changed: {f:?} must be a file: target or proc:sleeper listed in targets"
+            ));
         }
     }
     let cal_timeout = one("calibrate-timeout")
@@ -530,7 +546,12 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
     if category == "legit" && value.is_none() && stdout_exact.is_none() && plots.is_none() {
         return Err("legit cases need an exact expectation (expect-value, expect-stdout or expect-plots)".into());
     }
-    if category != "legit" && outcomes == ["ok"] && stdout_contains.is_empty() && stdout_exact.is_none() && value.is_none() {
+    if category != "legit"
+        && outcomes == ["ok"]
+        && stdout_contains.is_empty()
+        && stdout_exact.is_none()
+        && value.is_none()
+    {
         return Err("an attack expected to end `ok` must say what it printed (expect-stdout-contains/-value)".into());
     }
 
@@ -625,7 +646,11 @@ pub fn load_corpus() -> Vec<Case> {
             Err(e) => errors.push(format!("{}: {e}", f.display())),
         }
     }
-    assert!(errors.is_empty(), "malformed attack cases (fix the header; nothing is skipped):\n  {}", errors.join("\n  "));
+    assert!(
+        errors.is_empty(),
+        "malformed attack cases (fix the header; nothing is skipped):\n  {}",
+        errors.join("\n  ")
+    );
     cases
 }
 
@@ -647,7 +672,9 @@ fn lookup_user(name: &str) -> Option<(u32, u32, String)> {
     let passwd = fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let f: Vec<&str> = line.split(':').collect();
-        (f.len() >= 6 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[5].to_string()))).flatten()
+        (f.len() >= 6 && f[0] == name)
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[5].to_string())))
+            .flatten()
     })
 }
 
@@ -731,7 +758,11 @@ pub fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
         // SAFETY: geteuid cannot fail.
-        assert_eq!(unsafe { libc::geteuid() }, 0, "the attack corpus must run as root (it plants secrets and switches users)");
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "the attack corpus must run as root (it plants secrets and switches users)"
+        );
         attack_user();
         remove_stale(&["rsandbox-attack-bin-", "rsandbox-attack-run-", "rsandbox-attack-cal-"]);
         let cli_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox"));
@@ -756,7 +787,12 @@ pub fn setup() -> &'static Setup {
             .arg(&probe_src)
             .output()
             .expect("run cc");
-        assert!(out.status.success(), "compiling {} failed:\n{}", probe_src.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "compiling {} failed:\n{}",
+            probe_src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let bytes = fs::read(&probe_so).expect("read probe.so");
         let probe_hex = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Setup { dir, cli, zygote, probe_hex, dns: DnsListener::start() }
@@ -791,13 +827,21 @@ impl DnsListener {
                 });
                 me
             }
-            Err(e) => Arc::new(DnsListener { error: Some(format!("bind 127.0.0.1:53: {e}")), packets: Mutex::new(Vec::new()) }),
+            Err(e) => Arc::new(DnsListener {
+                error: Some(format!("bind 127.0.0.1:53: {e}")),
+                packets: Mutex::new(Vec::new()),
+            }),
         }
     }
 
     /// Packets that mention `label` (a DNS label is stored as-is in the query).
     pub fn packets_with(&self, label: &str) -> usize {
-        self.packets.lock().unwrap().iter().filter(|p| p.windows(label.len()).any(|w| w.eq_ignore_ascii_case(label.as_bytes()))).count()
+        self.packets
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.windows(label.len()).any(|w| w.eq_ignore_ascii_case(label.as_bytes())))
+            .count()
     }
 }
 
@@ -840,7 +884,12 @@ impl Listeners {
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
         let abs_l = UnixListener::bind_addr(&addr).expect("bind abstract");
         abs_l.set_nonblocking(true).unwrap();
-        let (tcp, udp, unix, abs) = (Arc::new(Received::default()), Arc::new(Received::default()), Arc::new(Received::default()), Arc::new(Received::default()));
+        let (tcp, udp, unix, abs) = (
+            Arc::new(Received::default()),
+            Arc::new(Received::default()),
+            Arc::new(Received::default()),
+            Arc::new(Received::default()),
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let tcp_port = tcp_l.local_addr().unwrap().port();
         let udp_port = udp_s.local_addr().unwrap().port();
@@ -966,7 +1015,10 @@ impl ProcInfo {
         self.state.starts_with('Z')
     }
     pub fn describe(&self) -> String {
-        format!("pid {} ppid {} {} [{}] uids {:?} exe {:?}", self.pid, self.ppid, self.name, self.state, self.uids, self.exe)
+        format!(
+            "pid {} ppid {} {} [{}] uids {:?} exe {:?}",
+            self.pid, self.ppid, self.name, self.state, self.uids, self.exe
+        )
     }
 }
 
@@ -1006,7 +1058,10 @@ fn processes_of(zygote_link: &Path, cli_pid: u32) -> Vec<ProcInfo> {
     let marker = format!("/rsandbox-{cli_pid}-");
     processes()
         .into_iter()
-        .filter(|p| p.exe.as_deref() == Some(zygote_link) || (p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE || u != 0) && environ_contains(p.pid, &marker)))
+        .filter(|p| {
+            p.exe.as_deref() == Some(zygote_link)
+                || (p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE || u != 0) && environ_contains(p.pid, &marker))
+        })
         .filter(|p| p.pid != std::process::id())
         .collect()
 }
@@ -1016,7 +1071,8 @@ fn processes_of(zygote_link: &Path, cli_pid: u32) -> Vec<ProcInfo> {
 fn lingering(zygote_link: &Path, cli_pid: u32) -> Vec<ProcInfo> {
     let deadline = Instant::now() + LINGER;
     loop {
-        let live: Vec<ProcInfo> = processes_of(zygote_link, cli_pid).into_iter().filter(|p| !(p.zombie() && p.ppid == 1)).collect();
+        let live: Vec<ProcInfo> =
+            processes_of(zygote_link, cli_pid).into_iter().filter(|p| !(p.zombie() && p.ppid == 1)).collect();
         if live.is_empty() || Instant::now() >= deadline {
             return live;
         }
@@ -1032,7 +1088,9 @@ fn all_engine_dirs() -> BTreeSet<PathBuf> {
             d.flatten()
                 .filter(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
-                    n.strip_prefix("rsandbox-").and_then(|r| r.split('-').next()).is_some_and(|p| p.parse::<u32>().is_ok())
+                    n.strip_prefix("rsandbox-")
+                        .and_then(|r| r.split('-').next())
+                        .is_some_and(|p| p.parse::<u32>().is_ok())
                 })
                 .map(|e| e.path())
                 .collect()
@@ -1044,7 +1102,9 @@ fn all_engine_dirs() -> BTreeSet<PathBuf> {
 fn engine_dirs(cli_pid: u32) -> Vec<PathBuf> {
     let prefix = format!("rsandbox-{cli_pid}-");
     fs::read_dir("/tmp")
-        .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect())
+        .map(|d| {
+            d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -1337,7 +1397,11 @@ impl Run {
         let mut ssh_key = home.join(".ssh/id_rsa");
         if ssh_key.exists() && !fs::read_to_string(&ssh_key).is_ok_and(|t| t.contains("rsandbox attack corpus")) {
             ssh_key = home.join(".ssh/id_rsa_rsandbox_attack");
-            println!("note: {} exists and is not ours; the key is planted at {}", home.join(".ssh/id_rsa").display(), ssh_key.display());
+            println!(
+                "note: {} exists and is not ours; the key is planted at {}",
+                home.join(".ssh/id_rsa").display(),
+                ssh_key.display()
+            );
         }
         let mut planted_content = BTreeMap::new();
         let key = format!(
@@ -1451,7 +1515,9 @@ impl Run {
         loop {
             let procs = processes();
             let zygote = procs.iter().find(|p| p.ppid == cli_pid && p.exe.as_deref() == Some(zygote_link.as_path()));
-            let sandbox = zygote.and_then(|z| procs.iter().find(|p| p.ppid == z.pid && p.exe.as_deref() == Some(zygote_link.as_path())));
+            let sandbox = zygote.and_then(|z| {
+                procs.iter().find(|p| p.ppid == z.pid && p.exe.as_deref() == Some(zygote_link.as_path()))
+            });
             if let (Some(sandbox), Some(engine)) = (sandbox, engine_dirs(cli_pid).into_iter().next()) {
                 let ws = engine.join("ws-1");
                 let through_root = |p: &Path| PathBuf::from(format!("/proc/{}/root{}", sandbox.pid, p.display()));
@@ -1504,7 +1570,10 @@ impl Run {
             let expected = 2 + VICTIM_SLEEPERS;
             let alive = {
                 let vref = &v;
-                processes().iter().filter(|p| p.exe.as_deref() == Some(vref.zygote_link.as_path()) && !p.zombie()).count()
+                processes()
+                    .iter()
+                    .filter(|p| p.exe.as_deref() == Some(vref.zygote_link.as_path()) && !p.zombie())
+                    .count()
             };
             if v.child.try_wait().ok().flatten().is_some() {
                 problems.push("the victim sandbox's CLI died during the run (a case killed another tenant)".into());
@@ -1546,7 +1615,12 @@ impl Run {
             .into_iter()
             .filter(|p| !(p.zombie() && p.ppid == 1))
             .filter(|p| match self.mode {
-                Mode::Root | Mode::ContainerRoot | Mode::NoLandlockRoot | Mode::ChrootRoot | Mode::BaseProfileRoot | Mode::CompileProfileRoot => {
+                Mode::Root
+                | Mode::ContainerRoot
+                | Mode::NoLandlockRoot
+                | Mode::ChrootRoot
+                | Mode::BaseProfileRoot
+                | Mode::CompileProfileRoot => {
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
                         && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
                 }
@@ -1625,7 +1699,8 @@ fn process_state(pid: u32) -> String {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let cpus = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("?").trim().to_string();
     let limits = fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
-    let limits: Vec<String> = limits.lines().skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    let limits: Vec<String> =
+        limits.lines().skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     format!("alive nice={nice} cpus={cpus} limits=[{}]", limits.join("; "))
 }
 
@@ -1660,14 +1735,22 @@ impl CaseHost {
                 "NEW_SHM" => PathBuf::from(format!("/dev/shm/{stem}-new")),
                 "NEW_ETC" => PathBuf::from(format!("/etc/{stem}-new")),
                 "NEW_VAR_TMP" => PathBuf::from(format!("/var/tmp/{stem}-new")),
-                "NEW_SITE_LIBRARY" => PathBuf::from(format!("/usr/local/lib/R/site-library/rsandboxattack{}c{idx:03}", run.tag)),
+                "NEW_SITE_LIBRARY" => {
+                    PathBuf::from(format!("/usr/local/lib/R/site-library/rsandboxattack{}c{idx:03}", run.tag))
+                }
                 "RPROFILE_SITE" => PathBuf::from("/usr/lib/R/etc/Rprofile.site"),
                 _ => unreachable!(),
             };
             if case.targets.contains(target) {
                 if ph.starts_with("TARGET_") {
                     let mode_bits = if ph == "TARGET_SSH" { 0o600 } else { 0o644 };
-                    write_owned(&path, format!("original content of target {idx}\n").as_bytes(), mode_bits, run.uid, run.gid);
+                    write_owned(
+                        &path,
+                        format!("original content of target {idx}\n").as_bytes(),
+                        mode_bits,
+                        run.uid,
+                        run.gid,
+                    );
                 }
                 targets.insert(ph, path);
             }
@@ -1757,7 +1840,9 @@ impl CaseHost {
         // The runner itself links and unlinks the zygote binary for the cases running
         // beside this one, so its link count is not this case's doing.
         let ignore_links = |f: Fingerprint| match f {
-            Fingerprint::File { mode, uid, gid, size, mtime_ns, sum, .. } => Fingerprint::File { mode, uid, gid, size, mtime_ns, nlink: 0, sum },
+            Fingerprint::File { mode, uid, gid, size, mtime_ns, sum, .. } => {
+                Fingerprint::File { mode, uid, gid, size, mtime_ns, nlink: 0, sum }
+            }
             other => other,
         };
         for (ph, path) in &self.targets {
@@ -1819,7 +1904,11 @@ impl CaseHost {
             match *ph {
                 "RPROFILE_SITE" | "ZYGOTE_PATH" => {
                     if fingerprint(path) != self.before[path] {
-                        println!("WARNING: {} changed during case {}; it cannot be restored automatically", path.display(), self.idx);
+                        println!(
+                            "WARNING: {} changed during case {}; it cannot be restored automatically",
+                            path.display(),
+                            self.idx
+                        );
                     }
                 }
                 _ => {
@@ -2078,7 +2167,8 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
             let expected_code = OUTCOMES.iter().find(|(n, _)| *n == outcome).map(|(_, c)| *c);
             let syntax = !j["syntax_error"].is_null();
             if !syntax && out.code != expected_code {
-                failures.push(format!("exit status {:?} does not match outcome {outcome} ({expected_code:?})", out.code));
+                failures
+                    .push(format!("exit status {:?} does not match outcome {outcome} ({expected_code:?})", out.code));
             }
             if let Some(allowed) = case.violation.as_ref().filter(|_| specific) {
                 if outcome == "violation" {
@@ -2095,7 +2185,8 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                 let jstderr = j["stderr"].as_str().unwrap_or("");
                 for marker in subst(&case.cal_stdout_contains) {
                     if jstdout.contains(&marker) || jstderr.contains(&marker) {
-                        failures.push(format!("the attack's marker {marker:?} is in the output: {:?}", clip(jstdout, 300)));
+                        failures
+                            .push(format!("the attack's marker {marker:?} is in the output: {:?}", clip(jstdout, 300)));
                     }
                 }
             }
@@ -2132,7 +2223,9 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                     failures.push(format!("{} plot(s), expected {n}", plots.len()));
                 }
                 for (i, p) in plots.iter().enumerate() {
-                    let data = base64::engine::general_purpose::STANDARD.decode(p["data_base64"].as_str().unwrap_or("")).unwrap_or_default();
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(p["data_base64"].as_str().unwrap_or(""))
+                        .unwrap_or_default();
                     if p["format"] != "png" || !data.starts_with(b"\x89PNG\r\n\x1a\n") {
                         failures.push(format!("plot {i} is not a PNG"));
                     }
@@ -2146,7 +2239,9 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
                 + j["value"].to_string().len()
                 + j["messages"].to_string().len()
                 + j["warnings"].to_string().len()
-                + j["plots"].as_array().map_or(0, |p| p.iter().map(|x| x["data_base64"].as_str().map_or(0, str::len)).sum());
+                + j["plots"]
+                    .as_array()
+                    .map_or(0, |p| p.iter().map(|x| x["data_base64"].as_str().map_or(0, str::len)).sum());
             if carried as u64 > limit + OUTPUT_SLACK {
                 failures.push(format!(
                     "the result carries {carried} bytes of output (stdout, stderr, value, messages, warnings, plots), \
@@ -2217,7 +2312,10 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         name: case.name.clone(),
         expected: match rule_for(run.mode, case) {
             Some(ContainerRule::Expect { outcomes, .. }) => outcomes.join("|"),
-            _ => case.outcomes.join("|") + &case.violation.as_ref().map(|v| format!("({})", v.join("|"))).unwrap_or_default(),
+            _ => {
+                case.outcomes.join("|")
+                    + &case.violation.as_ref().map(|v| format!("({})", v.join("|"))).unwrap_or_default()
+            }
         },
         got,
         exit: out.code.map_or(format!("sig{}", out.signal.unwrap_or(0)), |c| c.to_string()),
@@ -2299,7 +2397,11 @@ pub fn run_calibration(run: &Run, case: &Case, idx: usize) -> Report {
     }
     for c in case.cal_stdout_contains.iter().map(|c| host.substitute(c)) {
         if !stdout.contains(&c) {
-            failures.push(format!("stdout lacks {c:?}: {:?}; stderr {:?}", clip(&stdout, 400), clip(&out.stderr_str(), 400)));
+            failures.push(format!(
+                "stdout lacks {c:?}: {:?}; stderr {:?}",
+                clip(&stdout, 400),
+                clip(&out.stderr_str(), 400)
+            ));
         }
     }
     let counts = host.listener_counts(&s.dns);
@@ -2374,7 +2476,11 @@ pub fn run_corpus(mode: Mode) -> (Vec<Report>, Vec<String>) {
     let mut order: Vec<usize> = (0..cases.len()).collect();
     let weight = |c: &Case| {
         let slow = c.outcomes.iter().any(|o| o == "timeout") || c.cal_received.iter().any(|l| l == "dns");
-        if slow { c.timeout() } else { 0.0 }
+        if slow {
+            c.timeout()
+        } else {
+            0.0
+        }
     };
     order.sort_by(|&a, &b| weight(&cases[b]).partial_cmp(&weight(&cases[a])).unwrap());
     let next = AtomicUsize::new(0);
@@ -2390,7 +2496,8 @@ pub fn run_corpus(mode: Mode) -> (Vec<Report>, Vec<String>) {
                     _ => run_sandboxed(&run, case, idx),
                 }))
                 .unwrap_or_else(|e| {
-                    let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+                    let msg =
+                        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
                     Report {
                         name: case.name.clone(),
                         expected: "-".into(),
@@ -2414,8 +2521,10 @@ pub fn run_corpus(mode: Mode) -> (Vec<Report>, Vec<String>) {
 
 fn print_table(mode: Mode, reports: &[Report], global: &[String], took: Duration) {
     let mut t = String::new();
-    writeln!(t, "\n=== attack corpus as {} ({} cases, {:.1} s) ===", mode.label(), reports.len(), took.as_secs_f64()).unwrap();
-    writeln!(t, "{:<5} {:<44} {:<26} {:<26} {:>5} {:>7} {:>6}", "", "case", "expected", "got", "exit", "secs", "bound").unwrap();
+    writeln!(t, "\n=== attack corpus as {} ({} cases, {:.1} s) ===", mode.label(), reports.len(), took.as_secs_f64())
+        .unwrap();
+    writeln!(t, "{:<5} {:<44} {:<26} {:<26} {:>5} {:>7} {:>6}", "", "case", "expected", "got", "exit", "secs", "bound")
+        .unwrap();
     for r in reports {
         let status = if r.note.is_some() {
             "skip"
@@ -2424,7 +2533,12 @@ fn print_table(mode: Mode, reports: &[Report], global: &[String], took: Duration
         } else {
             "FAIL"
         };
-        writeln!(t, "{status:<5} {:<44} {:<26} {:<26} {:>5} {:>7.2} {:>6.1}", r.name, r.expected, r.got, r.exit, r.seconds, r.bound).unwrap();
+        writeln!(
+            t,
+            "{status:<5} {:<44} {:<26} {:<26} {:>5} {:>7.2} {:>6.1}",
+            r.name, r.expected, r.got, r.exit, r.seconds, r.bound
+        )
+        .unwrap();
         if let Some(n) = &r.note {
             writeln!(t, "        not calibrated: {n}").unwrap();
         }
@@ -2437,7 +2551,16 @@ fn print_table(mode: Mode, reports: &[Report], global: &[String], took: Duration
     }
     let failed = reports.iter().filter(|r| !r.failures.is_empty()).count();
     let skipped = reports.iter().filter(|r| r.note.is_some()).count();
-    writeln!(t, "=== {}: {} passed, {} failed, {} skipped, {} run-level problem(s) ===", mode.label(), reports.len() - failed - skipped, failed, skipped, global.len()).unwrap();
+    writeln!(
+        t,
+        "=== {}: {} passed, {} failed, {} skipped, {} run-level problem(s) ===",
+        mode.label(),
+        reports.len() - failed - skipped,
+        failed,
+        skipped,
+        global.len()
+    )
+    .unwrap();
     println!("{t}");
     std::io::stdout().flush().ok();
 }
@@ -2465,7 +2588,11 @@ const MATRIX_END: &str = "<!-- end of environment matrix -->";
 pub fn check_in(mode: Mode, extra: &[&str]) -> Value {
     let s = setup();
     let mut c = Command::new(&s.cli);
-    c.env_clear().current_dir("/").env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C.UTF-8").env("RSANDBOX_NO_DAEMON", "1");
+    c.env_clear()
+        .current_dir("/")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("RSANDBOX_NO_DAEMON", "1");
     if mode.user() {
         as_user(&mut c);
         c.env("HOME", attack_user().home);
@@ -2475,7 +2602,8 @@ pub fn check_in(mode: Mode, extra: &[&str]) -> Value {
     mode.enter(&mut c);
     c.env("RSANDBOX_ZYGOTE", &s.zygote).args(["check", "--json"]).args(extra);
     let out = c.output().expect("run rsandbox check");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("check --json as {}: {e}: {}", mode.label(), String::from_utf8_lossy(&out.stderr)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("check --json as {}: {e}: {}", mode.label(), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// The mode's row of the matrix: where, how rsandbox is run there, what `check` says an
@@ -2504,7 +2632,11 @@ pub fn matrix_row(mode: Mode, reports: &[Report]) -> String {
     let with = check_in(mode, mode.cli_flags());
     let l = &with["evaluation"]["layers"];
     let yes = |v: &Value| if v == &Value::Bool(true) { "yes" } else { "no" };
-    let namespaces = l["namespaces"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).filter(|s| !s.is_empty()).unwrap_or_else(|| "none".into());
+    let namespaces = l["namespaces"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "none".into());
     let quota = l["workspace_quota"].as_u64().map_or("not enforced".to_string(), |b| format!("{} MiB", b >> 20));
     let identity = if l["identity"].is_null() { "caller's uid" } else { "own uid" };
     let layers = format!(
@@ -2520,7 +2652,8 @@ pub fn matrix_row(mode: Mode, reports: &[Report]) -> String {
     } else {
         format!("{held} of {} hold; marked as losses here, checks skipped: {}", reports.len(), losses.join(", "))
     };
-    let flags = if mode.cli_flags().is_empty() { "—".to_string() } else { format!("`{}`", mode.cli_flags().join(" ")) };
+    let flags =
+        if mode.cli_flags().is_empty() { "—".to_string() } else { format!("`{}`", mode.cli_flags().join(" ")) };
     format!("| {place} | {who} | {default_text} | {flags} | {layers} | {corpus} |")
 }
 

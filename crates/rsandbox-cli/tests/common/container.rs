@@ -30,8 +30,16 @@ pub fn container_default_program() -> Arc<Vec<lockdown::bpf::Insn>> {
     use lockdown::bpf::{build, ret_errno, Decision, RET_ALLOW, RET_KILL_PROCESS};
     let eperm = || Decision::Return(ret_errno(libc::EPERM));
     let mut rules: Vec<(u32, Decision)> = [
-        libc::SYS_unshare, libc::SYS_setns, libc::SYS_mount, libc::SYS_umount2, libc::SYS_pivot_root,
-        libc::SYS_move_mount, libc::SYS_open_tree, libc::SYS_fsopen, libc::SYS_fsmount, libc::SYS_fspick,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
         libc::SYS_mount_setattr,
     ]
     .iter()
@@ -45,10 +53,11 @@ pub fn container_default_program() -> Arc<Vec<lockdown::bpf::Insn>> {
 /// A kernel without Landlock: the three Landlock calls answer `ENOSYS`.
 fn no_landlock_program() -> Arc<Vec<lockdown::bpf::Insn>> {
     use lockdown::bpf::{build, ret_errno, Decision, RET_ALLOW, RET_KILL_PROCESS};
-    let rules: Vec<(u32, Decision)> = [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
-        .iter()
-        .map(|nr| (*nr as u32, Decision::Return(ret_errno(libc::ENOSYS))))
-        .collect();
+    let rules: Vec<(u32, Decision)> =
+        [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
+            .iter()
+            .map(|nr| (*nr as u32, Decision::Return(ret_errno(libc::ENOSYS))))
+            .collect();
     Arc::new(build(&rules, RET_ALLOW, RET_KILL_PROCESS).expect("the no-Landlock profile builds"))
 }
 
@@ -156,9 +165,21 @@ pub fn in_chroot(command: &mut Command) {
         command.pre_exec(move || {
             let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
             check(libc::unshare(libc::CLONE_NEWNS))?;
-            check(libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()))?;
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))?;
             for (from, to) in &tree.binds {
-                check(libc::mount(from.as_ptr(), to.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()))?;
+                check(libc::mount(
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))?;
             }
             check(libc::chroot(tree.root_c.as_ptr()))?;
             check(libc::chdir(c"/".as_ptr()))

@@ -34,7 +34,9 @@ impl Interrupter {
         }
         // SAFETY: the kernel just created this fd for us.
         let wake = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(Interrupter { inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false), running: AtomicBool::new(false) }) })
+        Ok(Interrupter {
+            inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false), running: AtomicBool::new(false) }),
+        })
     }
 
     /// Interrupt the running evaluation. `false` when nothing runs (an idle session:
@@ -54,7 +56,13 @@ impl Interrupter {
     pub(crate) fn signal(&self) -> bool {
         // SAFETY: signalling the process the pidfd refers to; null info.
         let rc = unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, self.inner.pidfd.as_raw_fd(), libc::SIGINT, std::ptr::null::<u8>(), 0)
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.inner.pidfd.as_raw_fd(),
+                libc::SIGINT,
+                std::ptr::null::<u8>(),
+                0,
+            )
         };
         rc == 0
     }

@@ -162,9 +162,16 @@ impl SandboxChild {
         let (ctl, ctl_child) = UnixStream::pair().map_err(EngineError::io("create the child channel"))?;
         let stubs = tool_stubs(tools);
         let violations = ViolationWatch::new(viol_ours, &policy);
-        let fds = SpawnFds { control: ctl_child.as_fd(), stdout: out_w.as_fd(), stderr: err_w.as_fd(), violations: viol_child.as_fd() };
-        let (req, events) = zygote
-            .spawn(|req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs }, fds)?;
+        let fds = SpawnFds {
+            control: ctl_child.as_fd(),
+            stdout: out_w.as_fd(),
+            stderr: err_w.as_fd(),
+            violations: viol_child.as_fd(),
+        };
+        let (req, events) = zygote.spawn(
+            |req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs },
+            fds,
+        )?;
         drop((ctl_child, out_w, err_w, viol_child));
         let forget = |e| {
             zygote.forget(req);
@@ -212,7 +219,8 @@ impl SandboxChild {
         child.layers = child.await_lockdown(ctl)?;
         // Fail closed: a sandbox whose processes cannot be counted together would have
         // per-process limits only.
-        let meter = Meter::new(pid).map_err(|e| EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")))?;
+        let meter = Meter::new(pid)
+            .map_err(|e| EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")))?;
         child.meter = Some(meter);
         Ok(child)
     }
@@ -228,7 +236,9 @@ impl SandboxChild {
         let mut listener = None;
         if self.violations.is_learning() {
             listener = Some(self.violations.take_listener(SPAWN_TIMEOUT).and_then(|()| {
-                self.violations.serve_learning(self.pidfd.as_fd()).map_err(|e| format!("cannot start the learning thread: {e}"))
+                self.violations
+                    .serve_learning(self.pidfd.as_fd())
+                    .map_err(|e| format!("cannot start the learning thread: {e}"))
             }));
         }
         let applied = match await_lockdown(&ctl) {
@@ -239,7 +249,9 @@ impl SandboxChild {
             Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
-        listener.unwrap_or_else(|| self.violations.take_listener(SPAWN_TIMEOUT)).map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
+        listener
+            .unwrap_or_else(|| self.violations.take_listener(SPAWN_TIMEOUT))
+            .map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
         ctl.set_read_timeout(None).map_err(EngineError::io("configure the child channel"))?;
         ctl.set_nonblocking(true).map_err(EngineError::io("configure the child channel"))?;
         self.ctl = Some(ctl);
@@ -249,7 +261,8 @@ impl SandboxChild {
     /// One request between evaluations (tools, files, snapshots) and its answer. A
     /// child that fails to answer is killed: it is in an unknown state.
     pub fn exchange(&mut self, request: &ChildRequest, expected: &'static str) -> Result<ChildReport, EngineError> {
-        let ctl = self.ctl.as_mut().ok_or_else(|| EngineError::Setup("the sandbox child is no longer running".into()))?;
+        let ctl =
+            self.ctl.as_mut().ok_or_else(|| EngineError::Setup("the sandbox child is no longer running".into()))?;
         let step = (|| -> Result<ChildReport, String> {
             let io_err = |e: io::Error| e.to_string();
             ctl.set_nonblocking(false).map_err(io_err)?;
@@ -315,7 +328,9 @@ impl SandboxChild {
     pub fn kill(&self) {
         // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
         // info. ESRCH (already gone) is the only expected failure and needs no action.
-        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0) };
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
+        };
     }
 
     /// Run one request. The child stays usable afterwards unless the result's outcome
@@ -498,7 +513,10 @@ impl SandboxChild {
                 let meter = self.meter.as_ref().expect("checked above");
                 if left {
                     if let Err(e) = meter::kill_others(meter) {
-                        self.stop(run, KillReason::ReporterLost(format!("could not end the processes R left running: {e}")));
+                        self.stop(
+                            run,
+                            KillReason::ReporterLost(format!("could not end the processes R left running: {e}")),
+                        );
                         return Ok(false);
                     }
                 }
@@ -565,7 +583,8 @@ impl SandboxChild {
 
     /// Hand new stdout and stderr bytes to the event sink (whole UTF-8 characters).
     fn stream_pipes(&mut self, run: &mut Execution, emit: &mut dyn FnMut(Event<'_>)) {
-        let streams = [(&self.output.stdout.data, OutputStream::Stdout), (&self.output.stderr.data, OutputStream::Stderr)];
+        let streams =
+            [(&self.output.stdout.data, OutputStream::Stdout), (&self.output.stderr.data, OutputStream::Stderr)];
         for (i, (data, stream)) in streams.into_iter().enumerate() {
             let fresh = &data[run.streamed[i]..];
             let complete = match std::str::from_utf8(fresh) {
@@ -648,7 +667,9 @@ impl SandboxChild {
                         break;
                     }
                 }
-                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => run.evaluated = Some(done),
+                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => {
+                    run.evaluated = Some(done)
+                }
                 Ok(Some(ChildReport::Output { stream, text })) => match OutputStream::from_child(&stream) {
                     Some(stream) => emit(Event::Output { stream, text: &text }),
                     None => {

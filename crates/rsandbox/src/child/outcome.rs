@@ -122,7 +122,10 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         }
         (None, Some(KillReason::InterruptTimeout)) => {
             result.error = Some(RError {
-                message: format!("R did not yield to the interrupt within {:?}; the sandbox was stopped", super::INTERRUPT_GRACE),
+                message: format!(
+                    "R did not yield to the interrupt within {:?}; the sandbox was stopped",
+                    super::INTERRUPT_GRACE
+                ),
                 call: None,
             });
             Outcome::Interrupted
@@ -229,6 +232,9 @@ mod tests {
         assert_eq!(compose(observed(None, Some(&exit(libc::SIGKILL, 1500)))).outcome, Outcome::CpuLimit);
         assert_eq!(compose(observed(None, Some(&exit(libc::SIGKILL, 10)))).outcome, Outcome::Crashed);
         assert_eq!(compose(observed(None, Some(&exit(libc::SIGXFSZ, 10)))).outcome, Outcome::FileSizeLimit);
-        assert_eq!(compose(observed(Some(KillReason::Timeout), Some(&exit(libc::SIGKILL, 10)))).outcome, Outcome::Timeout);
+        assert_eq!(
+            compose(observed(Some(KillReason::Timeout), Some(&exit(libc::SIGKILL, 10)))).outcome,
+            Outcome::Timeout
+        );
     }
 }

@@ -56,12 +56,20 @@ impl ToolBridge<'_, '_> {
         } else {
             check_call(self.tools, tool, args)
         };
-        (self.observer)(ToolEvent::Call { tool, args: &args_text, refused: checked.as_ref().err().map(String::as_str) });
+        (self.observer)(ToolEvent::Call {
+            tool,
+            args: &args_text,
+            refused: checked.as_ref().err().map(String::as_str),
+        });
         let answer = checked.and_then(|t| {
             let empty = serde_json::Map::new();
             (t.handler)(args.as_object().unwrap_or(&empty))
         });
-        (self.observer)(ToolEvent::Result { tool, ok: answer.is_ok(), error: answer.as_ref().err().map(String::as_str) });
+        (self.observer)(ToolEvent::Result {
+            tool,
+            ok: answer.is_ok(),
+            error: answer.as_ref().err().map(String::as_str),
+        });
         match answer {
             Ok(value) => ChildRequest::ToolReply { call, value: Some(value), error: None },
             Err(error) => ChildRequest::ToolReply { call, value: None, error: Some(error) },

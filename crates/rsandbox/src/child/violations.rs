@@ -114,7 +114,9 @@ impl ViolationWatch {
         // SAFETY: one valid pollfd, for the duration of the call.
         match unsafe { libc::poll(&mut fd, 1, timeout.as_millis().min(i32::MAX as u128) as i32) } {
             0 => return Err(format!("the child sent no seccomp listener within {} s", timeout.as_secs())),
-            n if n < 0 => return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error())),
+            n if n < 0 => {
+                return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error()))
+            }
             _ => {}
         }
         match channel.recv() {
@@ -191,7 +193,15 @@ fn lose(served: &Mutex<Served>, pidfd: &OwnedFd, why: String) {
     served.lock().unwrap_or_else(|p| p.into_inner()).lost = Some(why);
     // SAFETY: a valid pidfd; SIGKILL with no siginfo. If the child is already gone the
     // call fails harmlessly (ESRCH).
-    unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
 }
 
 /// Most distinct file calls judged per report (8 bytes each).
@@ -304,6 +314,9 @@ mod tests {
         let (ours, theirs) = Channel::pair().unwrap();
         theirs.send(b"L", &[]).unwrap();
         let mut watch = ViolationWatch::new(ours, &Policy::default());
-        assert_eq!(watch.take_listener(std::time::Duration::from_secs(1)).unwrap_err(), "expected the seccomp listener (one fd), got 0 fds");
+        assert_eq!(
+            watch.take_listener(std::time::Duration::from_secs(1)).unwrap_err(),
+            "expected the seccomp listener (one fd), got 0 fds"
+        );
     }
 }
