@@ -75,3 +75,8 @@ if ! have_cmd cargo; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   fi
 fi
+# The tests check formatting and lints.
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy
+fi

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+# Style first: formatting and lints are part of the tests.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The CLI tests run the real binaries, zygote included: build them first.
 cargo build --workspace --quiet
 cargo test --workspace -- --test-threads=2

@@ -269,12 +269,12 @@ mod tests {
     fn a_child_reaped_between_two_looks_is_company() {
         // A leader in a group of its own that makes one child burning ~200 ms of CPU,
         // reaps it, then waits to be killed.
-        let (go_r, go_w) = (|| {
+        let (go_r, go_w) = {
             let mut fds = [0; 2];
             // SAFETY: pipe fills the two fds.
             assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
             (fds[0], fds[1])
-        })();
+        };
         // SAFETY: the child only forks, spins, waits and reads a pipe; it is killed below.
         let leader = unsafe { libc::fork() };
         if leader == 0 {

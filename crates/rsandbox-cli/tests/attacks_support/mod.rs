@@ -758,11 +758,8 @@ pub fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
         // SAFETY: geteuid cannot fail.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "the attack corpus must run as root (it plants secrets and switches users)"
-        );
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(euid, 0, "the attack corpus must run as root (it plants secrets and switches users)");
         attack_user();
         remove_stale(&["rsandbox-attack-bin-", "rsandbox-attack-run-", "rsandbox-attack-cal-"]);
         let cli_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox"));
