@@ -505,6 +505,18 @@ fn an_interrupt_stops_r_code_and_keeps_the_session() {
 }
 
 #[test]
+fn an_interrupt_of_an_idle_session_signals_nothing_and_the_next_execute_works() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("x <- 1", &quick()).unwrap();
+    assert!(!s.interrupt(), "nothing runs: nothing is interrupted");
+    // A multi-line function definition: R's parser checks for interrupts while reading
+    // it, which is where a pending interrupt used to surface ("unexpected end of input").
+    let r = s.execute("f <- function(y) {\n  y + x\n}\nf(41)", &quick()).unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.value, json!(42));
+}
+
+#[test]
 fn a_timeout_in_r_code_keeps_the_session() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
     s.execute("y <- 'kept'", &quick()).unwrap();
