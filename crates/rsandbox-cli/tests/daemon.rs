@@ -163,3 +163,46 @@ both!(
         std::fs::remove_dir_all(&base).unwrap();
     }
 );
+
+/// Allocates 1 MiB vectors until one fails and prints how many MiB it got.
+const MEMORY_PROBE: &str = "l <- list(); n <- 0
+repeat { ok <- tryCatch({ l[[n + 1]] <- numeric(131072); TRUE }, error = function(e) FALSE); if (!ok) break; n <- n + 1 }
+n";
+
+both!(
+    fn a_pre_forked_sandbox_is_the_same_sandbox_as_a_one_shot_one(who) {
+        let base = runtime_base(who, "same");
+        // The first call starts the daemon; wait for it so that the next ones use it.
+        let (out, _) = eval_via(who, &base, "60", &[], "1");
+        out.assert_code(0);
+        wait_for("the daemon's socket", || !files_with(&base.join("rsandbox"), "sock").is_empty());
+        let dlls = "paste(names(getLoadedDLLs()), collapse = ' ')";
+        let (d_out, daemon) = eval_via(who, &base, "60", &[], dlls);
+        let (a_out, alone) = eval_via(who, &base, "60", &["--no-daemon"], dlls);
+        assert_outcome(&d_out, &daemon, "ok", 0);
+        assert_outcome(&a_out, &alone, "ok", 0);
+        assert_eq!(daemon["value"], alone["value"], "the same shared objects loaded:{d_out}{a_out}");
+        // The memory limit gives the same figure on both paths, within 5% or 8 MiB of
+        // the limit (pre-forked children used to get ~64 MiB more: glibc's per-thread
+        // malloc arenas left reserved in the zygote).
+        for limit_mib in [100i64, 300] {
+            let limit = format!("{limit_mib}M");
+            let (d_out, daemon) = eval_via(who, &base, "60", &["--memory", &limit], MEMORY_PROBE);
+            let (a_out, alone) = eval_via(who, &base, "60", &["--no-daemon", "--memory", &limit], MEMORY_PROBE);
+            assert_outcome(&d_out, &daemon, "ok", 0);
+            assert_outcome(&a_out, &alone, "ok", 0);
+            let (got_daemon, got_alone) = (daemon["value"].as_i64().unwrap(), alone["value"].as_i64().unwrap());
+            let slack = (limit_mib / 20).max(8);
+            assert!((got_daemon - got_alone).abs() <= 8, "{limit}: {got_daemon} MiB pre-forked, {got_alone} one-shot");
+            for got in [got_daemon, got_alone] {
+                assert!((got - limit_mib).abs() <= slack, "{limit}: got {got} MiB");
+            }
+        }
+        // A limit smaller than one allocation stops it, through the daemon too.
+        let (t_out, tiny) = eval_via(who, &base, "60", &["--memory", "1K"], "x <- numeric(5e6); 1");
+        assert_outcome(&t_out, &tiny, "memory_limit", 5);
+        let stop = rsandbox_with(who, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+        stop.assert_code(0);
+        std::fs::remove_dir_all(&base).ok();
+    }
+);

@@ -20,6 +20,17 @@ const CHANNEL_FD: i32 = 3;
 
 fn main() {
     let (preload, warm) = parse_args(std::env::args().skip(1).collect());
+    // One malloc arena for every thread. glibc gives each thread that allocates an arena
+    // of its own, reserving 64 MiB of address space (PROT_NONE) that later grows in place;
+    // pango's short-lived font threads (plot warm-up) left two such reservations in the
+    // zygote, inside the address space every child's memory limit starts from. When R's
+    // main arena hit RLIMIT_AS, malloc retried in those arenas, so code got ~64 MiB more
+    // than its limit on every pre-forked path. With one arena nothing is reserved.
+    // SAFETY: called before any other thread exists; mallopt only sets a malloc parameter.
+    if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
+        eprintln!("rsandbox-zygote: mallopt(M_ARENA_MAX, 1) failed");
+        std::process::exit(1);
+    }
     if std::env::var_os("R_HOME").is_none() {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("R_HOME", env!("RSANDBOX_R_HOME")) };
