@@ -81,6 +81,7 @@ pub fn r_child_policy(
 ) -> Policy {
     let mut policy = base_policy(workspace, options, config);
     policy.read_only.push(info.r_home.clone());
+    policy.read_only.extend(info.r_directories.iter().map(|(_, dir)| dir.clone()));
     policy.read_only.extend(info.library_paths.iter().cloned());
     policy.read_only.extend(config.profile.read.iter().cloned());
     policy.read_write.extend(config.profile.write.iter().cloned());
@@ -159,7 +160,8 @@ pub fn base_environment(workspace: &Workspace) -> Vec<(String, String)> {
     ]
 }
 
-/// An R child's whole environment: the base, plus R_HOME and single-threaded BLAS/OpenMP.
+/// An R child's whole environment: the base, plus R_HOME, R's own trees and
+/// single-threaded BLAS/OpenMP.
 pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(String, String)> {
     let mut env = base_environment(workspace);
     env.extend([
@@ -167,5 +169,6 @@ pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(Str
         ("OMP_NUM_THREADS".into(), "1".into()),
         ("OPENBLAS_NUM_THREADS".into(), "1".into()),
     ]);
+    env.extend(info.r_directories.iter().map(|(name, dir)| (name.clone(), dir.to_string_lossy().into_owned())));
     env
 }

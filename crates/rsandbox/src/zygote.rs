@@ -22,6 +22,8 @@ pub struct ZygoteInfo {
     pub r_home: PathBuf,
     /// `.libPaths()`.
     pub library_paths: Vec<PathBuf>,
+    /// R's own trees outside `r_home` (`R_SHARE_DIR`, `R_DOC_DIR`, `R_INCLUDE_DIR`).
+    pub r_directories: Vec<(String, PathBuf)>,
     /// Packages preloaded.
     pub preloaded: Vec<String>,
     /// The zygote's pid.
@@ -132,6 +134,7 @@ impl Zygote {
                 r_version: r.r_version,
                 r_home: r.r_home,
                 library_paths: r.library_paths,
+                r_directories: r.r_directories,
                 preloaded: r.preloaded,
                 pid,
             },

@@ -627,3 +627,44 @@ fn tool_arguments_keep_their_declared_order() {
     let spec: ToolSpec = serde_json::from_value(line).unwrap();
     assert_eq!(spec.args.keys().collect::<Vec<_>>(), ["z", "a"], "JSON order kept");
 }
+
+#[test]
+fn help_renders_as_text_and_keeps_the_session() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.execute("kept <- 42", &quick()).unwrap();
+    let help = s.execute("?lm", &quick()).unwrap();
+    assert_eq!(help.outcome, Outcome::Ok, "{help:?}");
+    assert!(help.stdout.contains("Fitting Linear Models"), "{}", help.stdout);
+    assert!(!help.stdout.contains('\u{8}'), "overstrikes removed: {:?}", help.stdout);
+    let example = s.execute("invisible(example(mean))", &quick()).unwrap();
+    assert_eq!(example.outcome, Outcome::Ok, "{example:?}");
+    assert!(example.stdout.contains("mean> xm <- mean(x)"), "{}", example.stdout);
+    let browse = s.execute("browseURL('https://example.org')", &quick()).unwrap();
+    assert_eq!(browse.messages, vec!["no web browser in the sandbox: https://example.org was not opened\n"]);
+    let vignette = s.execute("vignette('datatable-intro', package = 'data.table')", &quick()).unwrap();
+    assert_eq!(vignette.outcome, Outcome::Ok, "{vignette:?}");
+    assert!(vignette.messages[0].starts_with("vignette 'datatable-intro': no viewer in the sandbox"), "{vignette:?}");
+    for listing in ["demo()", "vignette()", "help.search('lm')"] {
+        let r = s.execute(listing, &quick()).unwrap();
+        assert_eq!(r.outcome, Outcome::Ok, "{listing}: {r:?}");
+        assert!(!r.stdout.is_empty(), "{listing} lists something");
+    }
+    let after = s.execute("kept", &quick()).unwrap();
+    assert!(!after.reset, "{after:?}");
+    assert_eq!(after.value, json!(42), "no help-related call ended the session");
+}
+
+#[test]
+fn r_finds_its_own_share_doc_and_include_trees() {
+    let r = engine()
+        .eval(
+            "c(length(readLines(file.path(R.home('doc'), 'COPYING'))) > 100,
+               file.exists(file.path(R.home('share'), 'Rd', 'macros', 'system.Rd')),
+               file.exists(file.path(R.home('include'), 'R.h')),
+               grepl('R Core Team', format(citation(), style = 'text')))",
+            &EvalOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.value, json!([true, true, true, true]), "{r:?}");
+}

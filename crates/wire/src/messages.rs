@@ -57,6 +57,9 @@ pub enum ZygoteEvent {
         r_home: PathBuf,
         /// `.libPaths()`.
         library_paths: Vec<PathBuf>,
+        /// R's own trees outside `r_home` as R names them (`R_SHARE_DIR`, `R_DOC_DIR`,
+        /// `R_INCLUDE_DIR` and their paths), e.g. `/usr/share/R/share` on Debian.
+        r_directories: Vec<(String, PathBuf)>,
         /// Packages loaded before forking.
         preloaded: Vec<String>,
     },

@@ -16,6 +16,8 @@ pub struct Ready {
     pub r_home: PathBuf,
     /// `.libPaths()`.
     pub library_paths: Vec<PathBuf>,
+    /// R's own trees, by the variable that names each (`R_SHARE_DIR`, …).
+    pub r_directories: Vec<(String, PathBuf)>,
     /// Packages loaded before forking.
     pub preloaded: Vec<String>,
 }
@@ -58,8 +60,8 @@ impl ZygoteLink {
     pub fn await_start_up(&self) -> Result<StartUp, WireError> {
         match self.next_event()? {
             None => Err(WireError::Closed { peer: Peer::Zygote, expected: "ready" }),
-            Some((ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded }, _)) => {
-                Ok(StartUp::Ready(Ready { r_version, r_home, library_paths, preloaded }))
+            Some((ZygoteEvent::Ready { r_version, r_home, library_paths, r_directories, preloaded }, _)) => {
+                Ok(StartUp::Ready(Ready { r_version, r_home, library_paths, r_directories, preloaded }))
             }
             Some((ZygoteEvent::StartFailed { error }, _)) => Ok(StartUp::Failed(error)),
             Some((other, _)) => Err(WireError::Unexpected { peer: Peer::Zygote, expected: "ready", got: other.tag() }),
@@ -113,8 +115,8 @@ impl SupervisorLink {
 
     /// R is up.
     pub fn announce_ready(&self, ready: Ready) -> Result<(), WireError> {
-        let Ready { r_version, r_home, library_paths, preloaded } = ready;
-        self.send(&ZygoteEvent::Ready { r_version, r_home, library_paths, preloaded }, &[])
+        let Ready { r_version, r_home, library_paths, r_directories, preloaded } = ready;
+        self.send(&ZygoteEvent::Ready { r_version, r_home, library_paths, r_directories, preloaded }, &[])
     }
 
     /// R could not be started; the zygote exits after this.
@@ -205,6 +207,7 @@ mod tests {
                 r_version: "R 4".into(),
                 r_home: "/usr/lib/R".into(),
                 library_paths: vec![],
+                r_directories: vec![],
                 preloaded: vec![],
             })
             .unwrap();

@@ -105,6 +105,7 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
     .rsb_state$png_type <- getOption("bitmapType")
   }
   options(device = .rsb_png_device)
+  .rsb_setup_help()
 
   # A zygote that forks once (warm = FALSE) skips the fonts and the evaluation warm-up,
   # which cost hundreds of ms; its child must still be the same sandbox as a pre-forked
@@ -143,6 +144,45 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
     rsandbox_eval(code, dir)
   }
   rm(list = ls(globalenv(), all.names = TRUE), envir = globalenv())
+}
+
+# Help in the sandbox. R shows help pages, demo and vignette lists through a
+# pager program and opens browsers and PDF viewers: programs the sandbox cannot
+# start (an execve violation ended it). Here help pages render as text into the
+# output (the pager is an R function, tools::Rd2txt runs in process), and what
+# needs a viewer says in one line that there is none.
+.rsb_setup_help <- function() {
+  options(help_type = "text", pager = .rsb_pager, browser = .rsb_no_browser,
+          pdfviewer = "false", editor = .rsb_no_editor)
+  registerS3method("print", "vignette", .rsb_print_vignette, envir = asNamespace("utils"))
+}
+
+.rsb_pager <- function(files, header = "", title = "", delete.file = FALSE) {
+  header <- rep_len(as.character(header), length(files))
+  for (i in seq_along(files)) {
+    if (!is.na(header[i]) && nzchar(header[i])) cat(header[i], "\n", sep = "")
+    lines <- readLines(files[i], warn = FALSE)
+    # Rd2txt marks titles with overstrikes ("_\bT" underlines T): plain text here.
+    writeLines(gsub(".\b", "", lines, perl = TRUE))
+    if (isTRUE(delete.file)) unlink(files[i])
+  }
+  invisible(NULL)
+}
+
+.rsb_no_browser <- function(url, ...) {
+  message("no web browser in the sandbox: ", url, " was not opened")
+  invisible(NULL)
+}
+
+.rsb_no_editor <- function(name = NULL, file = "", title = NULL, ...) {
+  stop("no editor in the sandbox", call. = FALSE)
+}
+
+.rsb_print_vignette <- function(x, ...) {
+  code <- if (nzchar(x$R)) file.path(x$Dir, "doc", x$R) else NULL
+  message(sprintf("vignette %s: no viewer in the sandbox%s", sQuote(x$Topic, FALSE),
+                  if (is.null(code)) "" else paste0("; its R code is in ", code)))
+  invisible(x)
 }
 
 # Used as options(device): every plot that does not open its own device goes

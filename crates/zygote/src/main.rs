@@ -6,6 +6,7 @@
 
 mod embedded_r;
 mod r_api;
+mod r_directories;
 mod r_values;
 mod sandbox_child;
 mod tool_calls;
@@ -34,6 +35,13 @@ fn main() {
     if std::env::var_os("R_HOME").is_none() {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("R_HOME", env!("RSANDBOX_R_HOME")) };
+    }
+    let r_home = std::env::var_os("R_HOME").map(std::path::PathBuf::from).unwrap_or_default();
+    for (name, dir) in r_directories::of_installed_r(&r_home) {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: no other thread exists yet.
+            unsafe { std::env::set_var(name, dir) };
+        }
     }
     // SAFETY: fd 3 is the channel the supervisor passed us; nothing else owns it.
     let link = SupervisorLink::from_fd(unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) });

@@ -33,6 +33,10 @@ pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, Ready), Strin
         r_version: one("R.version.string")?.join(""),
         r_home: one("R.home()")?.join("").into(),
         library_paths: one(".libPaths()")?.into_iter().map(Into::into).collect(),
+        r_directories: crate::r_directories::VARIABLES
+            .iter()
+            .filter_map(|name| std::env::var_os(name).map(|dir| (name.to_string(), dir.into())))
+            .collect(),
         preloaded: preload.to_vec(),
     };
     Ok((r, ready))
