@@ -106,7 +106,8 @@ Server <- R6::R6Class("rsandbox_server",
       said <- if (!is.null(self$stderr_file) && file.exists(self$stderr_file)) {
         utils::tail(readLines(self$stderr_file, warn = FALSE), 5)
       } else character()
-      said <- sub("^rsandbox: ", "", said[nzchar(said)])
+      # clap's advice ("For more information, try '--help'.") is not for R's users.
+      said <- sub("^(rsandbox|error): ", "", said[nzchar(said) & !grepl("^For more information", said)])
       how <- if (is.null(status) || is.na(status)) "is not running"
         else if (status < 0) sprintf("was killed by signal %d", -status)
         else sprintf("exited with status %d", status)
