@@ -32,6 +32,8 @@ have_rpkg data.table || need+=(r-cran-data.table)
 # The R package (r/rsandbox) and its tests.
 have_rpkg R6 || need+=(r-cran-r6)
 have_rpkg jsonlite || need+=(r-cran-jsonlite)
+have_rpkg rlang || need+=(r-cran-rlang)
+have_rpkg cli || need+=(r-cran-cli)
 have_rpkg testthat || need+=(r-cran-testthat)
 # The MCP tests' client: Python's venv (the official MCP SDK goes into one, below).
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

@@ -1,20 +1,45 @@
 #' Limits for a sandbox
 #'
-#' @param memory Memory the code may allocate (\code{"512M"}, \code{"2G"}).
-#' @param cpu CPU seconds.
+#' Checked here: a wrong limit is an \code{rsandbox_bad_input} error naming it, before
+#' anything is started.
+#'
+#' @param memory Memory the code may allocate: a size (\code{"512M"}, \code{"2G"};
+#'   binary units, \code{"k"}, \code{"M"}, \code{"G"}, \code{"T"}) or a whole number of
+#'   bytes.
+#' @param cpu CPU seconds (a whole number).
 #' @param disk Disk quota of the workspace (\code{"100M"}).
 #' @param fsize Largest file the code may write.
-#' @param nproc Processes at once.
-#' @param nofile Open files.
+#' @param nproc Processes at once (a whole number).
+#' @param nofile Open files (a whole number, at least 16).
 #' @param max_output Largest stdout + stderr + result (\code{"1M"}).
-#' @return A list for the \code{limits} arguments.
+#' @return A list of class \code{rsandbox_limits} for the \code{limits} arguments.
 #' @export
 sandbox_limits <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL, nproc = NULL,
                            nofile = NULL, max_output = NULL) {
-  size <- function(x) if (is.null(x)) NULL else if (is.numeric(x)) format(x, scientific = FALSE) else as.character(x)
-  limits <- list(memory = size(memory), cpu = cpu, disk = size(disk), fsize = size(fsize),
-                 nproc = nproc, nofile = nofile, max_output = size(max_output))
+  limits_checked(memory = memory, cpu = cpu, disk = disk, fsize = fsize, nproc = nproc, nofile = nofile,
+                 max_output = max_output, call = rlang::current_env())
+}
+
+limits_checked <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL, nproc = NULL, nofile = NULL,
+                           max_output = NULL, call) {
+  whole <- function(x, arg, min) if (is.null(x)) NULL else check_count(x, min = min, arg = arg, call = call)
+  limits <- list(memory = check_size(memory, "memory", call), cpu = whole(cpu, "cpu", 1),
+                 disk = check_size(disk, "disk", call), fsize = check_size(fsize, "fsize", call),
+                 nproc = whole(nproc, "nproc", 1), nofile = whole(nofile, "nofile", 16),
+                 max_output = check_size(max_output, "max_output", call))
   structure(limits[!vapply(limits, is.null, logical(1))], class = "rsandbox_limits")
+}
+
+#' @export
+format.rsandbox_limits <- function(x, ...) {
+  if (!length(x)) return("default limits")
+  paste(paste0(names(x), "=", vapply(x, format, character(1), scientific = FALSE)), collapse = " ")
+}
+
+#' @export
+print.rsandbox_limits <- function(x, ...) {
+  cat("<rsandbox_limits> ", format(x), "\n", sep = "")
+  invisible(x)
 }
 
 #' A host function callable from sandboxed code
@@ -30,20 +55,34 @@ sandbox_limits <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL,
 #'   wherever an \code{rsandbox_tool} is.
 #' @export
 sandbox_tool <- function(name, fn, description = "", args = NULL) {
-  stopifnot(is.character(name), length(name) == 1L, is.function(fn))
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !grepl("^[A-Za-z.][A-Za-z0-9_.]*$", name)) {
+    bad_input("{.arg name} must be one syntactic R name, not {describe(name)}.")
+  }
+  if (!is.function(fn)) bad_input("{.arg fn} must be a function, not {describe(fn)}.")
+  if (!is.character(description) || length(description) != 1L || is.na(description)) {
+    bad_input("{.arg description} must be a string, not {describe(description)}.")
+  }
+  types <- c("numeric", "integer", "character", "logical", "list", "data_frame", "any")
+  if (!is.null(args)) {
+    if (!is.list(args) && !is.character(args) || (length(args) && (is.null(names(args)) || any(!nzchar(names(args)))))) {
+      bad_input("{.arg args} must be a named list of argument types, not {describe(args)}.")
+    }
+    wrong <- setdiff(unlist(lapply(args, as.character)), types)
+    if (length(wrong)) bad_input(c("Unknown argument type{?s} {.val {wrong}} in {.arg args}.", i = "Types: {.val {types}}."))
+  }
   if (is.null(args)) args <- stats::setNames(as.list(rep("any", length(formals(fn)))), names(formals(fn)))
   structure(list(name = name, fn = fn, description = description, args = as.list(args)), class = "rsandbox_tool")
 }
 
 # securer's tools (and lists that look like them) as rsandbox tools.
-as_tool <- function(tool) {
+as_tool <- function(tool, call = rlang::caller_env()) {
   if (inherits(tool, "rsandbox_tool")) return(tool)
   if (is.list(tool) && is.character(tool$name) && is.function(tool$fn)) {
     args <- tool$args
     if (is.null(args)) args <- stats::setNames(as.list(rep("any", length(formals(tool$fn)))), names(formals(tool$fn)))
     return(sandbox_tool(tool$name, tool$fn, tool$description %||% "", lapply(args, map_type)))
   }
-  stop("not a tool: use sandbox_tool(name, fn, description, args)")
+  bad_input(c("Not a tool: {describe(tool)}.", i = "Make tools with {.fn sandbox_tool}."), call = call)
 }
 
 # securer's argument type names, where they differ.
@@ -66,41 +105,112 @@ code_text <- function(code) {
   paste(deparse(code), collapse = "\n")
 }
 
-value_or_condition <- function(response) {
-  if (!is.null(response$error)) stop(error_response(response))
-  result <- response$result
-  condition <- condition_for(result)
-  if (!is.null(condition)) stop(condition)
-  as_result(result)
-}
-
 #' Evaluate R code in a fresh sandbox
 #'
+#' What the code prints, its messages and its standard error appear on your console as
+#' they happen (messages and standard error as messages, class
+#' \code{rsandbox_message}, so \code{suppressMessages()} hides them); its warnings are
+#' signalled here as warnings (class \code{rsandbox_warning}) when it has finished, as
+#' R shows its own. Control characters in that text are shown inert (\code{ESC} as
+#' \code{^[}). The value is returned as an ordinary R value, with no attributes and
+#' no class of this package: \code{identical(rsandbox_eval("42"), 42)} is \code{TRUE}.
+#' It is returned invisibly when the sandbox has already printed it (a visible value
+#' is auto-printed by the sandbox's R, with its real class, e.g. a model summary), so
+#' it is not shown twice.
+#'
+#' Everything else the evaluation produced (stdout, messages, warnings, plots, usage)
+#' is in the full result: \code{result = TRUE} returns it instead of the value, and
+#' \code{\link{rsandbox_last_result}()} returns the last one.
+#'
 #' @param code A string, or an unevaluated expression (\code{quote()} or a braced block).
-#' @param timeout Seconds.
+#' @param timeout Seconds (a positive number).
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param files Named character vector of host paths to place in the workspace under
-#'   their names, e.g. \code{c("data.csv" = "~/data.csv")}.
+#'   their names, e.g. \code{c("data.csv" = "~/data.csv")}. Every element must be named.
 #' @param profile The policy profile: a built-in one (\code{"strict"}, the default;
 #'   \code{"base"}; \code{"compile"}) or a TOML file (read paths, programs, packages,
 #'   a function allowlist, limits: see the rsandbox README). Each profile is served by
 #'   a server of its own.
-#' @return The value (see Details of \code{\link{sandbox_session}}); an
-#'   \code{rsandbox_error} condition when the code fails or a limit is reached
-#'   (\code{rsandbox_input_error} when a function allowlist refuses the code, or the
-#'   profile itself is wrong).
+#' @param quiet \code{TRUE}: nothing is shown on the console nor signalled as a warning
+#'   (the full result still has it); the value is then returned visibly.
+#' @param result \code{TRUE}: return the full result (an \code{rsandbox_result}: a list
+#'   with \code{value}, \code{visible}, \code{outcome}, \code{stdout}, \code{stderr},
+#'   \code{messages}, \code{warnings}, \code{plots}, \code{usage}) instead of the value.
+#' @return The value; an \code{rsandbox_error} condition when the code fails or a limit
+#'   is reached (\code{rsandbox_input_error} when a function allowlist refuses the code,
+#'   or the profile itself is wrong; \code{rsandbox_bad_input} for a wrong argument).
 #' @export
-rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL, profile = NULL) {
-  server <- server_for(profile_args(profile))
-  request <- list(op = "eval", code = code_text(code), timeout = timeout)
+rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL, profile = NULL,
+                          quiet = FALSE, result = FALSE) {
+  call <- rlang::current_env()
+  text <- check_code(code)
+  timeout <- check_timeout(timeout)
+  limits <- check_limits(limits)
+  files <- check_files(files)
+  check_flag(quiet)
+  check_flag(result)
+  args <- profile_args(profile)
+  request <- list(op = "eval", code = text, timeout = timeout)
   if (length(limits)) request$limits <- unclass(limits)
   if (length(files)) {
     request$files <- unname(Map(function(name, path) {
       list(path = name, data_base64 = jsonlite::base64_enc(readBin(path, "raw", file.info(path)$size)))
     }, names(files), files))
   }
-  value_or_condition(server$request(request, timeout + 30))
+  server <- server_for(args, call = call)
+  evaluate(server, request, timeout, quiet = quiet, want_result = result, call = call)
 }
+
+# Send an `eval` or `session.execute` request and turn its answer into what the caller
+# gets: streamed output shown (or handed to `handler`), warnings signalled, the full
+# result kept for rsandbox_last_result(), a condition for a failure, else the value.
+evaluate <- function(server, request, timeout, quiet = FALSE, want_result = FALSE, handler = NULL, echo = TRUE,
+                     on_abandon = NULL, call = NULL) {
+  adapter <- output_adapter(handler)
+  on_console <- is.null(adapter) && !quiet
+  feed <- if (!is.null(adapter)) adapter$feed else if (on_console) console_output
+  if (!is.null(feed)) request$stream <- TRUE
+  id <- server$send(request, on_output = feed, call = call)
+  done <- FALSE
+  # Left early (an interrupt, an error in the handler, invokeRestart("abort")): the
+  # answer that comes later is dropped, and the running code is stopped.
+  on.exit(if (!done) {
+    server$abandon(id)
+    if (!is.null(on_abandon)) try(on_abandon(), silent = TRUE)
+  })
+  response <- server$wait(id, timeout + 30, call = call)
+  done <- TRUE
+  if (!is.null(adapter)) adapter$finish()
+  if (!is.null(response$error)) rlang::cnd_signal(error_response(response, call = call))
+  r <- response$result
+  full <- as_result(r)
+  .state$last_result <- full
+  if (on_console) {
+    signal_warnings(r)
+    n <- length(full$plots)
+    if (n && !want_result) {
+      message(sandbox_message(sprintf("[%d plot%s: rsandbox_last_result()$plots]\n", n, if (n > 1) "s" else "")))
+    }
+  }
+  condition <- condition_for(r, call = call)
+  if (!is.null(condition)) rlang::cnd_signal(condition)
+  if (want_result) return(full)
+  # Shown already when the sandbox auto-printed it onto this console.
+  if (isTRUE(full$visible) && (!on_console || !echo)) full$value else invisible(full$value)
+}
+
+#' The full result of the last evaluation
+#'
+#' \code{\link{rsandbox_eval}()} and a session's \code{$execute()} return the value
+#' only; this is everything the last of them (in this R session, whatever its outcome)
+#' produced.
+#'
+#' @return An \code{rsandbox_result} (a list: \code{value}, \code{visible},
+#'   \code{outcome}, \code{stdout}, \code{stderr}, \code{messages}, \code{warnings},
+#'   \code{plots}, \code{usage}, \code{error}, \code{reset}, \code{reset_reason}), or
+#'   \code{NULL} before the first evaluation.
+#' @export
+rsandbox_last_result <- function() .state$last_result
 
 .state <- new.env(parent = emptyenv())
 
@@ -108,23 +218,25 @@ default_server <- function() server_for(character())
 
 # The server started with these command-line arguments: one per distinct set (a
 # profile is fixed for a server's life), started on first use and again if it died.
-server_for <- function(args) {
+server_for <- function(args, call = rlang::caller_env()) {
   if (is.null(.state$servers)) .state$servers <- new.env(parent = emptyenv())
   key <- if (length(args)) paste(args, collapse = "\n") else "default"
   server <- .state$servers[[key]]
-  if (is.null(server) || !server$is_alive()) {
-    server <- Server$new(args)
+  if (is.null(server)) {
+    server <- Server$new(args, call = call)
     assign(key, server, envir = .state$servers)
+  } else {
+    server$ensure_alive(call = call)
   }
   server
 }
 
 # `--profile` for a profile name or file; a file by its absolute path, since the
 # server need not share this session's working directory.
-profile_args <- function(profile) {
+profile_args <- function(profile, call = rlang::caller_env()) {
   if (is.null(profile)) return(character())
-  if (!is.character(profile) || length(profile) != 1L || !nzchar(profile)) {
-    stop(rsandbox_condition("rsandbox_input_error", "profile must be one profile name or file path", state_kept = NA))
+  if (!is.character(profile) || length(profile) != 1L || is.na(profile) || !nzchar(profile)) {
+    bad_input("{.arg profile} must be one profile name or file path, not {describe(profile)}.", call = call)
   }
   if (file.exists(profile)) profile <- normalizePath(profile)
   c("--profile", profile)

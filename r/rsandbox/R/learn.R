@@ -17,15 +17,19 @@
 #'   could not start.
 #' @export
 rsandbox_learn <- function(code, profile = NULL, timeout = 30) {
+  call <- rlang::current_env()
+  text <- check_code(code)
+  timeout <- check_timeout(timeout)
+  args <- profile_args(profile)
   file <- tempfile("rsandbox-learn-", fileext = ".R")
   on.exit(unlink(file))
-  writeLines(code_text(code), file)
-  args <- c("learn", "--timeout", format(timeout), profile_args(profile), file)
+  writeLines(text, file)
+  args <- c("learn", "--timeout", format(timeout), args, file)
   out <- processx::run(rsandbox_binary(), args, error_on_status = FALSE, env = c("current", RSANDBOX_NO_DAEMON = "1"))
   said <- strsplit(out$stderr, "\n", fixed = TRUE)[[1]]
   if (!out$status %in% c(0L, 1L)) {
     class <- if (out$status == 2L) "rsandbox_input_error" else "rsandbox_setup_error"
-    stop(rsandbox_condition(class, paste(said, collapse = " "), state_kept = NA))
+    rsandbox_abort(class, paste(sub("^rsandbox( learn)?: ", "", said[nzchar(said)]), collapse = " "), state_kept = NA, call = call)
   }
   notes <- sub("^rsandbox learn: ", "", said[startsWith(said, "rsandbox learn: ")])
   structure(list(profile = if (nzchar(out$stdout)) out$stdout else NULL, notes = notes, succeeded = out$status == 0L),
@@ -35,7 +39,7 @@ rsandbox_learn <- function(code, profile = NULL, timeout = 30) {
 #' @export
 print.rsandbox_learned <- function(x, ...) {
   cat(if (x$succeeded) "learned (review before use):\n" else "learning did not succeed:\n")
-  if (!is.null(x$profile)) cat(x$profile, if (!endsWith(x$profile, "\n")) "\n")
-  for (note in x$notes) cat("# ", note, "\n", sep = "")
+  if (!is.null(x$profile)) cat(inert(x$profile), if (!endsWith(x$profile, "\n")) "\n", sep = "")
+  for (note in x$notes) cat("# ", inert(note), "\n", sep = "")
   invisible(x)
 }

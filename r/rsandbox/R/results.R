@@ -1,34 +1,66 @@
-# Results: the value as an ordinary R object, with what else the evaluation produced
-# in attributes. Converted from JSON only (never unserialized, never evaluated).
+# Results. The value an evaluation returns is the plain R value converted from JSON
+# (never unserialized, never evaluated), with no attributes or class of this package.
+# The full result (output, messages, warnings, plots, usage) is a separate object, an
+# `rsandbox_result`: from `result = TRUE` or rsandbox_last_result().
 
 as_result <- function(r) {
-  value <- if (is.null(r$value)) NULL else simplify_json(r$value)
-  plots <- lapply(r$plots, function(p) structure(list(data = jsonlite::base64_dec(p$data_base64)), class = "rsandbox_plot"))
-  out <- if (is.null(value)) list() else value
-  attr(out, "stdout") <- r$stdout %||% ""
-  attr(out, "stderr") <- r$stderr %||% ""
-  attr(out, "messages") <- as.character(unlist(r$messages))
-  attr(out, "warnings") <- vapply(r$warnings, function(w) w$message, character(1))
-  attr(out, "plots") <- plots
-  attr(out, "usage") <- r$usage
-  attr(out, "outcome") <- r$outcome
-  attr(out, "visible") <- isTRUE(r$visible)
-  class(out) <- c("rsandbox_result", oldClass(out))
-  out
+  structure(class = "rsandbox_result", list(
+    value = json_value(r$value),
+    visible = isTRUE(r$visible),
+    outcome = r$outcome %||% NA_character_,
+    stdout = r$stdout %||% "",
+    stderr = r$stderr %||% "",
+    messages = as.character(unlist(r$messages)),
+    warnings = vapply(r$warnings, function(w) as.character(w$message %||% w)[1], character(1)),
+    plots = lapply(r$plots, function(p) structure(list(data = jsonlite::base64_dec(p$data_base64)), class = "rsandbox_plot")),
+    usage = r$usage,
+    error = r$error,
+    reset = isTRUE(r$reset),
+    reset_reason = r$reset_reason
+  ))
+}
+
+# A result's value: JSON as R. JSON has one kind of number, so every number comes
+# back a double, R's default (42L and 42 are both `42` in JSON; `1:3` comes back as
+# c(1, 2, 3)); objects come back as named lists, arrays of records as data frames.
+json_value <- function(value) {
+  if (is.null(value)) return(NULL)
+  as_doubles(simplify_json(value))
+}
+
+as_doubles <- function(x) {
+  if (is.integer(x) && !is.factor(x)) {
+    storage.mode(x) <- "double"
+  } else if (is.list(x) && length(x)) {
+    x[] <- lapply(x, as_doubles)
+  }
+  x
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 #' @export
+format.rsandbox_result <- function(x, ...) {
+  ms <- x$usage$wall_ms
+  head <- sprintf("<rsandbox_result: %s%s%s>", x$outcome, if (!is.null(ms)) sprintf(", %s ms", format(ms)) else "",
+                  if (isTRUE(x$reset)) paste0(", session reset (", x$reset_reason, ")") else "")
+  value <- if (is.null(x$value)) "NULL" else paste0(class(x$value)[1], " of length ", length(x$value))
+  n <- length(x$plots)
+  c(head, paste0("value: ", value, if (!isTRUE(x$visible)) " (invisible)" else "",
+                 if (length(x$messages)) sprintf("; %d message(s)", length(x$messages)) else "",
+                 if (length(x$warnings)) sprintf("; %d warning(s)", length(x$warnings)) else "",
+                 if (n) sprintf("; %d plot(s) in $plots", n) else ""))
+}
+
+#' @export
 print.rsandbox_result <- function(x, ...) {
-  # What a console would have shown: the output (auto-printed values included), then
-  # messages and warnings.
-  out <- attr(x, "stdout")
-  if (length(out) && nzchar(out)) cat(out)
-  for (m in attr(x, "messages")) message(m, appendLF = FALSE)
-  for (w in attr(x, "warnings")) message("Warning message:\n", w)
-  n <- length(attr(x, "plots"))
-  if (n) cat(sprintf("[%d plot(s): save_plot(attr(x, \"plots\")[[i]], path)]\n", n))
+  # The summary, then what a console would have shown: the output (auto-printed values
+  # included), messages, warnings; all of it inert for the terminal.
+  cat(format(x), sep = "\n")
+  if (nzchar(x$stdout)) cat(inert(x$stdout), if (!endsWith(x$stdout, "\n")) "\n", sep = "")
+  if (nzchar(x$stderr)) cat(inert(x$stderr), if (!endsWith(x$stderr, "\n")) "\n", sep = "")
+  for (m in x$messages) cat(inert(m), if (!endsWith(m, "\n")) "\n", sep = "")
+  for (w in x$warnings) cat("Warning: ", inert(w), "\n", sep = "")
   invisible(x)
 }
 
@@ -40,12 +72,15 @@ print.rsandbox_plot <- function(x, ...) {
 
 #' Save a plot drawn in a sandbox
 #'
-#' @param plot An \code{rsandbox_plot} from a result's \code{plots}.
+#' @param plot An \code{rsandbox_plot}, from the \code{plots} of a full result
+#'   (\code{rsandbox_eval(code, result = TRUE)$plots} or
+#'   \code{rsandbox_last_result()$plots}).
 #' @param path Where to write the PNG file.
 #' @return \code{path}, invisibly.
 #' @export
 save_plot <- function(plot, path) {
-  stopifnot(inherits(plot, "rsandbox_plot"))
+  if (!inherits(plot, "rsandbox_plot")) bad_input("{.arg plot} must be an {.cls rsandbox_plot}, not {describe(plot)}.")
+  if (!is.character(path) || length(path) != 1L || is.na(path)) bad_input("{.arg path} must be a file path, not {describe(path)}.")
   writeBin(plot$data, path)
   invisible(path)
 }

@@ -61,13 +61,13 @@ securer_tool_class <- methods::setClass("securer_tool",
 is_r_name <- function(x) grepl("^[A-Za-z.][A-Za-z0-9_.]*$", x)
 
 securer_tool <- function(name, description, fn, args = list()) {
-  if (!is.character(name) || length(name) != 1L || !nzchar(name)) stop("`name` must be a non-empty string", call. = FALSE)
-  if (!is.character(description)) stop("`description` must be a character string", call. = FALSE)
-  if (!is.function(fn)) stop("`fn` must be a function", call. = FALSE)
-  if (!is.list(args)) stop("`args` must be a list", call. = FALSE)
-  if (!is_r_name(name)) stop(sprintf("Tool name must be a valid R identifier, not \"%s\"", name), call. = FALSE)
+  if (!is.character(name) || length(name) != 1L || !nzchar(name)) securer_stop("`name` must be a non-empty string")
+  if (!is.character(description)) securer_stop("`description` must be a character string")
+  if (!is.function(fn)) securer_stop("`fn` must be a function")
+  if (!is.list(args)) securer_stop("`args` must be a list")
+  if (!is_r_name(name)) securer_stop(sprintf("Tool name must be a valid R identifier, not \"%s\"", name))
   bad <- names(args)[!is_r_name(names(args))]
-  if (length(bad)) stop(sprintf("Argument names must be valid R identifiers: %s", paste(bad, collapse = ", ")), call. = FALSE)
+  if (length(bad)) securer_stop(sprintf("Argument names must be valid R identifiers: %s", paste(bad, collapse = ", ")))
   securer_tool_class(name = name, description = description, fn = fn, args = args)
 }
 
@@ -78,14 +78,14 @@ securer_tools <- function(tools) {
   if (is.list(tools) && !is.null(names(tools)) && all(vapply(tools, is.function, logical(1)))) {
     .Deprecated(msg = "Passing tools as a named list of functions is deprecated. Use securer_tool() objects instead.")
     bad <- names(tools)[!is_r_name(names(tools))]
-    if (length(bad)) stop(sprintf("Legacy tool names must be valid R identifiers: %s", paste(bad, collapse = ", ")), call. = FALSE)
+    if (length(bad)) securer_stop(sprintf("Legacy tool names must be valid R identifiers: %s", paste(bad, collapse = ", ")))
     return(unname(Map(function(name, fn) sandbox_tool(name, fn), names(tools), tools)))
   }
   for (tool in tools) {
-    if (!methods::is(tool, "securer_tool")) stop("Each tool must be created with securer_tool().", call. = FALSE)
+    if (!methods::is(tool, "securer_tool")) securer_stop("Each tool must be created with securer_tool().")
   }
   names <- vapply(tools, function(t) t@name, character(1))
-  if (anyDuplicated(names)) stop(sprintf("Duplicate tool names: %s", paste(unique(names[duplicated(names)]), collapse = ", ")), call. = FALSE)
+  if (anyDuplicated(names)) securer_stop(sprintf("Duplicate tool names: %s", paste(unique(names[duplicated(names)]), collapse = ", ")))
   # An argument without a type (NULL) takes anything.
   lapply(tools, function(t) sandbox_tool(t@name, t@fn, t@description, lapply(t@args, function(a) if (is.null(a)) "any" else map_type(a))))
 }
@@ -100,16 +100,16 @@ default_limits <- function() {
 # an error: securer ignored unknown names silently, so a typo meant no limit.
 securer_limits <- function(limits) {
   if (is.null(limits) || length(limits) == 0) return(sandbox_limits())
-  if (!is.list(limits) || is.null(names(limits))) stop("`limits` must be a named list", call. = FALSE)
+  if (!is.list(limits) || is.null(names(limits))) securer_stop("`limits` must be a named list")
   known <- c("cpu", "memory", "fsize", "nproc", "nofile")
   unknown <- setdiff(names(limits), known)
   if ("stack" %in% unknown) {
-    stop("rsandbox does not apply a `stack` limit (the memory limit covers the stack); remove it", call. = FALSE)
+    securer_stop("rsandbox does not apply a `stack` limit (the memory limit covers the stack); remove it")
   }
-  if (length(unknown)) stop(sprintf("Unknown limit(s): %s (known: %s)", paste(unknown, collapse = ", "), paste(known, collapse = ", ")), call. = FALSE)
+  if (length(unknown)) securer_stop(sprintf("Unknown limit(s): %s (known: %s)", paste(unknown, collapse = ", "), paste(known, collapse = ", ")))
   for (n in names(limits)) {
     v <- limits[[n]]
-    if (!is.numeric(v) || length(v) != 1L || is.na(v) || v <= 0) stop(sprintf("limit `%s` must be a single positive number", n), call. = FALSE)
+    if (!is.numeric(v) || length(v) != 1L || is.na(v) || v <= 0) securer_stop(sprintf("limit `%s` must be a single positive number", n))
   }
   sandbox_limits(memory = limits$memory, cpu = limits$cpu, fsize = limits$fsize, nproc = limits$nproc, nofile = limits$nofile)
 }
@@ -121,6 +121,12 @@ warn_no_unsandboxed_mode <- function() {
 }
 
 # --- errors -------------------------------------------------------------------------
+
+# securer's error messages, as rsandbox conditions: a wrong argument is
+# `rsandbox_bad_input`; `class` says otherwise (`rsandbox_closed`, `rsandbox_busy`).
+securer_stop <- function(message, class = c("rsandbox_bad_input", "rsandbox_input_error")) {
+  rsandbox_abort(class, message, state_kept = NA)
+}
 
 sanitize_error_message <- function(msg, max_length = 500L) {
   if (!is.character(msg) || length(msg) == 0) return("Unknown error")
@@ -139,14 +145,14 @@ sanitize_error_message <- function(msg, max_length = 500L) {
 securer_error <- function(e, timeout, max_tool_calls) {
   if (identical(e$result$reset_reason, "tool_call_limit")) {
     msg <- sprintf("Maximum tool calls (%s) exceeded; the session was reset", max_tool_calls)
-    return(structure(class = c("securer_error", class(e)), list(message = msg, call = NULL, rsandbox = e)))
+    return(structure(class = c("securer_error", setdiff(class(e), "rlang_error")), list(message = msg, call = NULL, rsandbox = e)))
   }
   msg <- switch(class(e)[1],
-    rsandbox_eval_error = e$r_message %||% conditionMessage(e),
+    rsandbox_eval_error = inert(e$r_message %||% conditionMessage(e)),
     rsandbox_timeout = sprintf("Execution timed out after %s", if (identical(timeout, 1)) "1 second" else paste(timeout, "seconds")),
     conditionMessage(e)
   )
-  structure(class = c("securer_error", class(e)), list(message = msg, call = NULL, rsandbox = e))
+  structure(class = c("securer_error", setdiff(class(e), "rlang_error")), list(message = msg, call = NULL, rsandbox = e))
 }
 
 # --- SecureSession --------------------------------------------------------------------
@@ -160,9 +166,9 @@ SecureSession <- R6::R6Class("SecureSession",
     initialize = function(tools = list(), sandbox = FALSE, limits = NULL, verbose = FALSE, sandbox_strict = FALSE,
                           audit_log = NULL, max_executions = NULL, pre_execute_hook = NULL, sanitize_errors = FALSE) {
       if (!is.null(max_executions) && (!is.numeric(max_executions) || length(max_executions) != 1L || max_executions <= 0)) {
-        stop("`max_executions` must be a single positive number", call. = FALSE)
+        securer_stop("`max_executions` must be a single positive number")
       }
-      if (!is.null(pre_execute_hook) && !is.function(pre_execute_hook)) stop("`pre_execute_hook` must be a function", call. = FALSE)
+      if (!is.null(pre_execute_hook) && !is.function(pre_execute_hook)) securer_stop("`pre_execute_hook` must be a function")
       if (!isTRUE(sandbox)) warn_no_unsandboxed_mode()
       private$raw_tools <- tools
       private$verbose <- isTRUE(verbose)
@@ -190,23 +196,23 @@ SecureSession <- R6::R6Class("SecureSession",
 
     execute = function(code, timeout = 30, validate = TRUE, output_handler = NULL, max_tool_calls = NULL,
                        max_code_length = 100000L, max_output_lines = NULL) {
-      if (!self$is_alive()) stop("Session is not running.", call. = FALSE)
-      if (private$executing) stop("SecureSession does not support concurrent execute() calls", call. = FALSE)
+      if (!self$is_alive()) securer_stop("Session is not running.", class = "rsandbox_closed")
+      if (private$executing) securer_stop("SecureSession does not support concurrent execute() calls", class = "rsandbox_busy")
       if (!is.null(private$max_executions) && private$count >= private$max_executions) {
-        stop(sprintf("Maximum executions (%d) reached for this session.", private$max_executions), call. = FALSE)
+        securer_stop(sprintf("Maximum executions (%d) reached for this session.", private$max_executions))
       }
       if (!is.null(private$hook)) {
-        verdict <- tryCatch(private$hook(code), error = function(e) stop(paste("pre_execute_hook error:", conditionMessage(e)), call. = FALSE))
-        if (identical(verdict, FALSE)) stop("Execution blocked by pre_execute_hook.", call. = FALSE)
+        verdict <- tryCatch(private$hook(code), error = function(e) securer_stop(paste("pre_execute_hook error:", conditionMessage(e))))
+        if (identical(verdict, FALSE)) securer_stop("Execution blocked by pre_execute_hook.")
       }
-      if (!is.character(code) || length(code) != 1L) stop("`code` must be a single character string", call. = FALSE)
+      if (!is.character(code) || length(code) != 1L) securer_stop("`code` must be a single character string")
       if (!is.null(max_code_length) && nchar(code) > max_code_length) {
-        stop(sprintf("Code too long (%d chars, max %d).", nchar(code), as.integer(max_code_length)), call. = FALSE)
+        securer_stop(sprintf("Code too long (%d chars, max %d).", nchar(code), as.integer(max_code_length)))
       }
-      if (!is.null(output_handler) && !is.function(output_handler)) stop("`output_handler` must be a function or NULL", call. = FALSE)
+      if (!is.null(output_handler) && !is.function(output_handler)) securer_stop("`output_handler` must be a function or NULL")
       if (isTRUE(validate)) {
         check <- validate_code(code)
-        if (!check$valid) stop(paste("Code has a syntax error and was not executed:", check$error), call. = FALSE)
+        if (!check$valid) securer_stop(paste("Code has a syntax error and was not executed:", check$error))
       }
       private$executing <- TRUE
       private$count <- private$count + 1L
@@ -216,7 +222,8 @@ SecureSession <- R6::R6Class("SecureSession",
       calls <- if (is.null(max_tool_calls)) .Machine$integer.max else as.integer(max_tool_calls)
       seconds <- if (is.null(timeout)) 86400 else timeout
       result <- tryCatch(
-        private$session$execute(code, timeout = seconds, output_handler = lines$feed, max_tool_calls = calls, echo = FALSE),
+        private$session$execute(code, timeout = seconds, output_handler = lines$feed, max_tool_calls = calls, echo = FALSE,
+                                quiet = TRUE, result = TRUE),
         rsandbox_error = function(e) {
           lines$flush()
           err <- securer_error(e, timeout, max_tool_calls)
@@ -242,7 +249,7 @@ SecureSession <- R6::R6Class("SecureSession",
     is_alive = function() !is.null(private$session) && private$session$is_alive(),
 
     restart = function() {
-      if (private$executing) stop("Cannot restart while an execution is in progress.", call. = FALSE)
+      if (private$executing) securer_stop("Cannot restart while an execution is in progress.", class = "rsandbox_busy")
       private$log("Restarting session")
       self$close()
       private$start()
@@ -312,17 +319,13 @@ line_splitter <- function(handler) {
 }
 
 # securer's result: the plain value, with the output lines (stdout, stderr, messages)
-# in attribute "output" when there were any.
+# in attribute "output" when there were any. `result` is the full result.
 securer_value <- function(result, max_output_lines = NULL) {
-  text <- c(attr(result, "stdout"), attr(result, "stderr"))
+  text <- c(result$stdout, result$stderr)
   out <- unlist(strsplit(paste(text[nzchar(text)], collapse = ""), "\n", fixed = TRUE))
-  out <- c(out, sub("\n$", "", attr(result, "messages")))
+  out <- c(out, sub("\n$", "", result$messages))
   if (!is.null(max_output_lines)) out <- utils::head(out, max_output_lines)
-  value <- result
-  for (a in c("stdout", "stderr", "messages", "warnings", "plots", "usage", "outcome", "visible")) attr(value, a) <- NULL
-  class(value) <- setdiff(class(value), "rsandbox_result")
-  if (length(class(value)) == 0 || identical(class(value), class(unclass(value)))) value <- unclass(value)
-  if (is.list(value) && length(value) == 0 && !isTRUE(attr(result, "visible")) && is.null(names(value))) value <- NULL
+  value <- result$value
   if (length(out) && !is.null(value)) attr(value, "output") <- out
   value
 }
@@ -338,8 +341,8 @@ SecureSessionPool <- R6::R6Class("SecureSessionPool",
     initialize = function(size = 4L, tools = list(), sandbox = TRUE, limits = NULL, verbose = FALSE,
                           reset_between_uses = FALSE) {
       size <- as.integer(size)
-      if (is.na(size) || size < 1L) stop("`size` must be at least 1", call. = FALSE)
-      if (size > 100L) stop("`size` must not exceed 100", call. = FALSE)
+      if (is.na(size) || size < 1L) securer_stop("`size` must be at least 1")
+      if (size > 100L) securer_stop("`size` must not exceed 100")
       private$args <- list(tools = tools, sandbox = sandbox, limits = limits, verbose = verbose)
       private$reset <- isTRUE(reset_between_uses)
       private$sessions <- lapply(seq_len(size), function(i) do.call(SecureSession$new, private$args))
@@ -347,7 +350,7 @@ SecureSessionPool <- R6::R6Class("SecureSessionPool",
     },
 
     execute = function(code, timeout = NULL, acquire_timeout = NULL) {
-      if (private$closed) stop("Pool is closed.", call. = FALSE)
+      if (private$closed) securer_stop("Pool is closed.", class = "rsandbox_closed")
       i <- private$acquire()
       if (is.null(i) && !is.null(acquire_timeout)) {
         deadline <- Sys.time() + acquire_timeout
@@ -356,7 +359,7 @@ SecureSessionPool <- R6::R6Class("SecureSessionPool",
           i <- private$acquire()
         }
       }
-      if (is.null(i)) stop("All sessions are busy.", call. = FALSE)
+      if (is.null(i)) securer_stop("All sessions are busy.", class = "rsandbox_busy")
       on.exit(private$release(i), add = TRUE)
       private$sessions[[i]]$execute(code, timeout = timeout %||% 30)
     },
@@ -429,7 +432,7 @@ ADVISORY_CALLS <- c("system", "system2", "shell", ".Internal", "Sys.setenv", ".C
                     "dyn.load", "pipe", "socketConnection", "url", "do.call", "run", "r")
 
 validate_code <- function(code) {
-  if (!is.character(code) || length(code) != 1) stop("`code` must be a single character string", call. = FALSE)
+  if (!is.character(code) || length(code) != 1) securer_stop("`code` must be a single character string")
   parsed <- tryCatch(parse(text = code, keep.source = TRUE), error = function(e) e)
   if (inherits(parsed, "error")) return(list(valid = FALSE, error = conditionMessage(parsed), warnings = character(0)))
   data <- utils::getParseData(parsed, includeText = TRUE)
@@ -445,7 +448,7 @@ validate_code <- function(code) {
 }
 
 securer_ellmer_tool <- function(session = NULL, tools = list(), sandbox = TRUE, limits = NULL, timeout = 30) {
-  if (!requireNamespace("ellmer", quietly = TRUE)) stop("Package ellmer is required for as_ellmer_tool().", call. = FALSE)
+  if (!requireNamespace("ellmer", quietly = TRUE)) securer_stop("Package ellmer is required for as_ellmer_tool().", class = "rsandbox_setup_error")
   if (is.null(session)) session <- SecureSession$new(tools = tools, sandbox = sandbox, limits = limits)
   ns <- asNamespace("ellmer")
   run <- function(code) {

@@ -29,13 +29,13 @@ rsandbox_binary <- function() {
   for (p in candidates) {
     if (nzchar(p) && file.exists(p) && file.access(p, 1L) == 0L) return(normalizePath(p))
   }
-  stop(rsandbox_condition(
+  rsandbox_abort(
     "rsandbox_setup_error",
     paste0("the rsandbox command was not found: set options(rsandbox.binary = ...), ",
            "or RSANDBOX_BIN, or RSANDBOX_REPO (a checkout with target/release/rsandbox ",
            "after `cargo build --release`), or put rsandbox on the PATH"),
     state_kept = FALSE
-  ))
+  )
 }
 
 Server <- R6::R6Class("rsandbox_server",
@@ -47,40 +47,73 @@ Server <- R6::R6Class("rsandbox_server",
     handlers = NULL,
     # Responses that arrived for requests not being waited on yet, by id.
     parked = NULL,
+    # Requests whose caller left before the answer (their answers are dropped), by id.
+    abandoned = NULL,
     next_id = 0L,
     buffer = "",
     args = NULL,
     stderr_file = NULL,
+    # How many server processes this object has started: a session belongs to one of
+    # them, and its id means nothing to the next (ids start again at 1).
+    generation = 0L,
 
-    initialize = function(args = character()) {
+    initialize = function(args = character(), call = NULL) {
       self$args <- args
+      self$start(call)
+    },
+
+    start = function(call = NULL) {
+      binary <- rsandbox_binary()
       self$tools <- new.env(parent = emptyenv())
       self$handlers <- new.env(parent = emptyenv())
       self$parked <- new.env(parent = emptyenv())
-      self$start()
-    },
-
-    start = function() {
-      binary <- rsandbox_binary()
+      self$abandoned <- new.env(parent = emptyenv())
       # The server's diagnostics go to a file (a pipe nobody reads would fill up).
       self$stderr_file <- tempfile("rsandbox-server-", fileext = ".log")
-      self$process <- processx::process$new(
-        binary, c("serve", "--stdio", self$args),
-        stdin = "|", stdout = "|", stderr = self$stderr_file, cleanup = TRUE, cleanup_tree = TRUE
-      )
+      self$process <- tryCatch(
+        processx::process$new(binary, c("serve", "--stdio", self$args),
+          stdin = "|", stdout = "|", stderr = self$stderr_file, cleanup = TRUE, cleanup_tree = TRUE),
+        error = function(e) {
+          rsandbox_abort("rsandbox_setup_error", paste0("the rsandbox server could not be started (", binary, ")"),
+                         state_kept = FALSE, call = call, parent = e)
+        })
+      self$generation <- self$generation + 1L
       self$buffer <- ""
+      invisible(self)
+    },
+
+    # A live server: this one, or a fresh process in its place (a new generation) if it
+    # died.
+    ensure_alive = function(call = NULL) {
+      if (!self$is_alive()) {
+        self$close()
+        self$start(call)
+      }
       invisible(self)
     },
 
     is_alive = function() !is.null(self$process) && self$process$is_alive(),
 
-    # Why the server is gone, as a condition: what it last said. Exit status 2 is the
-    # command's "bad input" (a profile that does not load, an unknown option).
-    exited = function() {
-      said <- paste(utils::tail(readLines(self$stderr_file, warn = FALSE), 5), collapse = " ")
-      status <- if (is.null(self$process)) NA else self$process$get_exit_status()
+    # Why the server is gone, as a condition: its exit status and what it last said.
+    # Exit status 2 is the command's "bad input" (a profile that does not load, an
+    # unknown option).
+    exited = function(call = NULL) {
+      status <- NA_integer_
+      if (!is.null(self$process)) {
+        if (self$process$is_alive()) self$process$wait(1000)
+        if (!self$process$is_alive()) status <- self$process$get_exit_status()
+      }
+      said <- if (!is.null(self$stderr_file) && file.exists(self$stderr_file)) {
+        utils::tail(readLines(self$stderr_file, warn = FALSE), 5)
+      } else character()
+      # clap's advice ("For more information, try '--help'.") is not for R's users.
+      said <- sub("^(rsandbox|error): ", "", said[nzchar(said) & !grepl("^For more information", said)])
+      how <- if (is.null(status) || is.na(status)) "is not running"
+        else if (status < 0) sprintf("was killed by signal %d", -status)
+        else sprintf("exited with status %d", status)
       class <- if (identical(status, 2L)) "rsandbox_input_error" else "rsandbox_crash"
-      rsandbox_condition(class, paste("the rsandbox server exited:", said), state_kept = FALSE)
+      rsandbox_condition(class, paste0("the rsandbox server ", how, if (length(said)) paste0(": ", paste(said, collapse = " ")) else ""),
+                         state_kept = FALSE, status = status, call = call)
     },
 
     close = function() {
@@ -98,21 +131,58 @@ Server <- R6::R6Class("rsandbox_server",
       invisible(NULL)
     },
 
+    # Write one JSON line; a server that is gone is an `exited()` condition.
+    write_line = function(message, call = NULL) {
+      if (!self$is_alive()) rlang::cnd_signal(self$exited(call))
+      line <- jsonlite::toJSON(message, auto_unbox = TRUE, null = "null", digits = NA)
+      ok <- tryCatch({
+        self$process$write_input(paste0(line, "\n"))
+        TRUE
+      }, error = function(e) e)
+      if (!isTRUE(ok)) {
+        if (self$is_alive()) self$process$wait(1000)
+        if (!self$is_alive()) rlang::cnd_signal(self$exited(call))
+        rsandbox_abort("rsandbox_crash", "could not send a request to the rsandbox server", state_kept = NA,
+                       call = call, parent = ok)
+      }
+      invisible(NULL)
+    },
+
     # Send a request (an `id` is added); returns the id.
-    send = function(request, on_output = NULL) {
-      if (!self$is_alive()) stop(self$exited())
+    send = function(request, on_output = NULL, call = NULL) {
       self$next_id <- self$next_id + 1L
       id <- self$next_id
       request$id <- id
       if (!is.null(on_output)) assign(as.character(id), on_output, envir = self$handlers)
-      line <- jsonlite::toJSON(request, auto_unbox = TRUE, null = "null", digits = NA)
-      self$process$write_input(paste0(line, "\n"))
+      self$write_line(request, call)
       id
+    },
+
+    # The caller of request `id` is gone: its answer, now or later, is dropped.
+    abandon = function(id) {
+      key <- as.character(id)
+      if (exists(key, envir = self$handlers, inherits = FALSE)) rm(list = key, envir = self$handlers)
+      if (exists(key, envir = self$parked, inherits = FALSE)) rm(list = key, envir = self$parked)
+      else assign(key, TRUE, envir = self$abandoned)
+      invisible(NULL)
+    },
+
+    # Read for up to `timeout` seconds until every abandoned request has been answered
+    # (and its answer dropped).
+    settle = function(timeout) {
+      deadline <- Sys.time() + timeout
+      while (length(ls(self$abandoned)) && self$is_alive()) {
+        left <- as.numeric(difftime(deadline, Sys.time(), units = "secs"))
+        if (left <= 0) break
+        line <- self$read_line(left)
+        if (!is.null(line)) self$dispatch(line)
+      }
+      invisible(NULL)
     },
 
     # Read until the response to `id` arrives (answering tool calls and passing output
     # events on meanwhile); an error after `timeout` seconds.
-    wait = function(id, timeout) {
+    wait = function(id, timeout, call = NULL) {
       key <- as.character(id)
       deadline <- Sys.time() + timeout
       on.exit(if (exists(key, envir = self$handlers, inherits = FALSE)) rm(list = key, envir = self$handlers))
@@ -124,21 +194,21 @@ Server <- R6::R6Class("rsandbox_server",
         }
         left <- as.numeric(difftime(deadline, Sys.time(), units = "secs"))
         if (left <= 0) {
-          stop(rsandbox_condition("rsandbox_timeout",
-            sprintf("no answer from the rsandbox server within %.1f s", timeout), state_kept = NA))
+          rsandbox_abort("rsandbox_timeout", sprintf("no answer from the rsandbox server within %.1f s", timeout),
+                         state_kept = NA, call = call)
         }
-        line <- self$read_line(left)
+        line <- self$read_line(left, call)
         if (is.null(line)) next
-        self$dispatch(line)
+        self$dispatch(line, call)
       }
     },
 
-    request = function(request, timeout, on_output = NULL) {
-      self$wait(self$send(request, on_output), timeout)
+    request = function(request, timeout, on_output = NULL, call = NULL) {
+      self$wait(self$send(request, on_output, call), timeout, call)
     },
 
     # One complete line, or NULL if none arrived within `timeout` seconds.
-    read_line = function(timeout) {
+    read_line = function(timeout, call = NULL) {
       repeat {
         nl <- regexpr("\n", self$buffer, fixed = TRUE)
         if (nl > 0) {
@@ -148,9 +218,11 @@ Server <- R6::R6Class("rsandbox_server",
         }
         if (nchar(self$buffer, type = "bytes") > .max_line) {
           self$close()
-          stop(rsandbox_condition("rsandbox_crash", "the rsandbox server sent an oversized line", state_kept = FALSE))
+          rsandbox_abort("rsandbox_crash", "the rsandbox server sent an oversized line", state_kept = FALSE, call = call)
         }
-        if (!self$is_alive() && !self$process$is_incomplete_output()) stop(self$exited())
+        if (is.null(self$process) || (!self$process$is_alive() && !self$process$is_incomplete_output())) {
+          rlang::cnd_signal(self$exited(call))
+        }
         ready <- self$process$poll_io(max(1L, as.integer(timeout * 1000)))
         if (ready[["output"]] == "timeout") return(NULL)
         chunk <- self$process$read_output()
@@ -158,10 +230,13 @@ Server <- R6::R6Class("rsandbox_server",
       }
     },
 
-    dispatch = function(line) {
-      message <- jsonlite::fromJSON(line, simplifyVector = FALSE)
+    dispatch = function(line, call = NULL) {
+      message <- tryCatch(jsonlite::fromJSON(line, simplifyVector = FALSE), error = function(e) {
+        rsandbox_abort("rsandbox_crash", "the rsandbox server sent a line that is not JSON", state_kept = NA,
+                       call = call, parent = e)
+      })
       event <- message$event
-      if (identical(event, "tool_call")) return(self$answer_tool(message))
+      if (identical(event, "tool_call")) return(self$answer_tool(message, call))
       if (identical(event, "output")) {
         key <- as.character(message$id)
         if (exists(key, envir = self$handlers, inherits = FALSE)) {
@@ -169,24 +244,33 @@ Server <- R6::R6Class("rsandbox_server",
         }
         return(invisible(NULL))
       }
-      if (!is.null(message$id)) assign(as.character(message$id), message, envir = self$parked)
+      if (!is.null(message$id)) {
+        key <- as.character(message$id)
+        if (exists(key, envir = self$abandoned, inherits = FALSE)) rm(list = key, envir = self$abandoned)
+        else assign(key, message, envir = self$parked)
+      }
       invisible(NULL)
     },
 
     # A tool call from a sandbox: run the R function here, in the caller's session.
-    answer_tool = function(call) {
-      session_tools <- if (exists(call$session, envir = self$tools, inherits = FALSE)) get(call$session, envir = self$tools) else list()
-      tool <- session_tools[[call$tool]]
+    answer_tool = function(call_event, call = NULL) {
+      session_tools <- if (exists(call_event$session, envir = self$tools, inherits = FALSE)) get(call_event$session, envir = self$tools) else list()
+      tool <- session_tools[[call_event$tool]]
       reply <- if (is.null(tool)) {
-        list(op = "tool_result", call = call$call, error = paste0("no tool ", call$tool))
+        list(op = "tool_result", call = call_event$call, error = paste0("no tool ", call_event$tool))
       } else {
-        args <- lapply(call$args, simplify_json)
+        args <- lapply(call_event$args, simplify_json)
         out <- tryCatch(list(value = do.call(tool$fn, args)), error = function(e) list(error = conditionMessage(e)))
-        if (!is.null(out$error)) list(op = "tool_result", call = call$call, error = out$error)
-        else list(op = "tool_result", call = call$call, value = out$value)
+        if (!is.null(out$error)) list(op = "tool_result", call = call_event$call, error = out$error)
+        else list(op = "tool_result", call = call_event$call, value = out$value)
       }
-      line <- jsonlite::toJSON(reply, auto_unbox = TRUE, null = "null", digits = NA)
-      self$process$write_input(paste0(line, "\n"))
+      # A value JSON cannot carry (an environment, a function) is the tool's error.
+      if (is.null(reply$error) && inherits(tryCatch(jsonlite::toJSON(reply, auto_unbox = TRUE, null = "null", digits = NA),
+                                                    error = function(e) e), "error")) {
+        reply <- list(op = "tool_result", call = call_event$call,
+                      error = paste0("tool ", call_event$tool, " returned a value that cannot be sent as JSON"))
+      }
+      self$write_line(reply, call)
       invisible(NULL)
     }
   )

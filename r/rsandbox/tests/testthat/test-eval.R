@@ -1,12 +1,13 @@
-test_that("a fresh evaluation returns the value with what the console showed", {
+test_that("a fresh evaluation shows what the console showed and returns the value", {
   skip_without_engine()
-  x <- rsandbox_eval("message('note'); warning('careful'); cat('hi\\n'); 40 + 2")
-  expect_equal(as.numeric(x), 42)
-  expect_equal(attr(x, "stdout"), "hi\n[1] 42\n")
-  expect_equal(attr(x, "messages"), "note\n")
-  expect_equal(attr(x, "warnings"), "careful")
-  expect_equal(attr(x, "outcome"), "ok")
-  expect_message(expect_output(print(x), "hi"), "note")
+  code <- "message('note'); warning('careful'); cat('hi\\n'); 40 + 2"
+  expect_warning(expect_message(expect_output(x <- rsandbox_eval(code), "hi\n[1] 42", fixed = TRUE), "note"), "careful")
+  expect_identical(x, 42)
+  r <- rsandbox_last_result()
+  expect_equal(r$stdout, "hi\n[1] 42\n")
+  expect_equal(r$messages, "note\n")
+  expect_equal(r$warnings, "careful")
+  expect_equal(r$outcome, "ok")
 })
 
 test_that("expressions are deparsed, and evaluations share no state", {
@@ -41,7 +42,7 @@ test_that("every failure is a classed condition that says whether state was kept
   m <- tryCatch(rsandbox_eval("x <- numeric(5e8)", limits = sandbox_limits(memory = "256M")), rsandbox_error = function(e) e)
   expect_s3_class(m, "rsandbox_limit")
   expect_equal(m$limit, "memory")
-  o <- tryCatch(rsandbox_eval("cat(strrep('x', 1e6))", limits = sandbox_limits(max_output = "10k")), rsandbox_error = function(e) e)
+  o <- tryCatch(rsandbox_eval("cat(strrep('x', 1e6))", limits = sandbox_limits(max_output = "10k"), quiet = TRUE), rsandbox_error = function(e) e)
   expect_s3_class(o, "rsandbox_limit")
   expect_equal(o$limit, "output")
   c <- tryCatch(rsandbox_eval("tools::pskill(Sys.getpid(), 11L); Sys.sleep(1)"), rsandbox_error = function(e) e)
@@ -52,8 +53,8 @@ test_that("every failure is a classed condition that says whether state was kept
 
 test_that("plots come back as PNG bytes and can be saved", {
   skip_without_engine()
-  p <- rsandbox_eval("plot(1:3)")
-  plots <- attr(p, "plots")
+  p <- rsandbox_eval("plot(1:3)", result = TRUE)
+  plots <- p$plots
   expect_length(plots, 1)
   path <- tempfile(fileext = ".png")
   save_plot(plots[[1]], path)
