@@ -87,7 +87,9 @@ impl Session {
     ) -> Result<EvalResult, EngineError> {
         let mut slot = self.lock()?;
         let prepared = self.ensure_child(&mut slot)?;
-        let per_call = EvalOptions { timeout: options.timeout, max_output: options.max_output, ..self.options.clone() };
+        // The session's own output limit (fixed at its creation) bounds every execute too.
+        let max_output = options.max_output.min(self.options.max_output);
+        let per_call = EvalOptions { timeout: options.timeout, max_output, ..self.options.clone() };
         let spec = Run {
             tools: &self.tools,
             max_tool_calls: options.max_tool_calls,

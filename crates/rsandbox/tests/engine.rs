@@ -668,3 +668,13 @@ fn r_finds_its_own_share_doc_and_include_trees() {
     assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
     assert_eq!(r.value, json!([true, true, true, true]), "{r:?}");
 }
+
+#[test]
+fn a_sessions_output_limit_bounds_every_execute() {
+    let limited = EvalOptions { max_output: 10_000, ..EvalOptions::default() };
+    let s = engine().session(limited, vec![]).unwrap();
+    s.execute("kept <- 1", &quick()).unwrap();
+    let r = s.execute("cat(strrep('x', 1e6))", &quick()).unwrap();
+    assert_eq!(r.outcome, Outcome::OutputLimit, "{:?}", r.outcome);
+    assert!(r.stdout.len() <= 10_000, "{} bytes kept", r.stdout.len());
+}
