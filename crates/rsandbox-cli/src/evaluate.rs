@@ -113,25 +113,44 @@ fn exit_status(result: &EvalResult) -> u8 {
 }
 
 /// A host file or directory (recursively, regular files only) into `files`, under its
-/// base name.
+/// base name. The path given is followed; a symbolic link *inside* a directory is
+/// refused (bad input naming it): a submission's link to a grader's file would
+/// otherwise bring that file into the sandbox. Every entry is opened `O_NOFOLLOW`, so a
+/// file swapped for a link after the listing is refused too.
 fn read_input(path: &Path, files: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .context(format!("--input {}: no usable file name", path.display()))?;
-    let mut stack = vec![(path.to_path_buf(), name.to_string())];
-    while let Some((host, inside)) = stack.pop() {
-        let meta = std::fs::metadata(&host)
-            .map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
+    let refuse = |host: &Path, reason: String| InputError::File { path: host.display().to_string(), reason };
+    let mut stack = vec![(path.to_path_buf(), name.to_string(), true)];
+    while let Some((host, inside, given)) = stack.pop() {
+        let meta = if given { std::fs::metadata(&host) } else { std::fs::symlink_metadata(&host) }
+            .map_err(|e| refuse(&host, e.to_string()))?;
+        if meta.file_type().is_symlink() {
+            let reason = format!(
+                "a symbolic link inside --input {}: links are not copied into the sandbox (copy what it points to instead)",
+                path.display()
+            );
+            return Err(refuse(&host, reason).into());
+        }
         if meta.is_dir() {
             for entry in std::fs::read_dir(&host)? {
                 let entry = entry?;
                 let child = entry.file_name().to_string_lossy().into_owned();
-                stack.push((entry.path(), format!("{inside}/{child}")));
+                stack.push((entry.path(), format!("{inside}/{child}"), false));
             }
         } else if meta.is_file() {
-            let data = std::fs::read(&host)
-                .map_err(|e| InputError::File { path: host.display().to_string(), reason: e.to_string() })?;
+            let flags = if given { 0 } else { libc::O_NOFOLLOW };
+            let mut data = Vec::new();
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(flags)
+                .open(&host)
+                .and_then(|mut f| f.read_to_end(&mut data))
+                .map_err(|e| refuse(&host, e.to_string()))?;
             files.push((inside, data));
         }
     }

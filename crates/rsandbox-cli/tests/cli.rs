@@ -424,6 +424,29 @@ both!(
 );
 
 both!(
+    /// A submission's link to a grader's file must not bring that file into the sandbox.
+    fn a_symlink_inside_an_input_directory_is_refused(who) {
+        let _g = shared();
+        let dir = fixture("marker", b"").with_file_name(format!("linked-{who:?}"));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir(&dir).unwrap();
+        set_modes(&[(&dir, 0o755)]);
+        std::fs::write(dir.join("a.txt"), "mine").unwrap();
+        set_modes(&[(&dir.join("a.txt"), 0o644)]);
+        let link = dir.join("secret");
+        std::os::unix::fs::symlink(planted_secret(), &link).unwrap();
+        let dir = dir.to_str().unwrap();
+        assert_rejected(who, &["eval", "--input", dir, "1"], "a symbolic link inside --input");
+        std::fs::remove_file(&link).unwrap();
+        // Without the link the directory is copied.
+        let code = format!("readLines('linked-{who:?}/a.txt', warn = FALSE)");
+        let out = rsandbox(who, &["eval", "--no-daemon", "--input", dir, &code]);
+        out.assert_code(0);
+        assert!(out.stdout.contains("mine"), "{out}");
+    }
+);
+
+both!(
     fn code_over_1_mib_is_rejected(who) {
         let _g = shared();
         let mut code = b"x <- 1\n".to_vec();
