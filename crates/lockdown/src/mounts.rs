@@ -54,7 +54,8 @@ pub fn prepare_filesystem(policy: &Policy, quota: &WorkspaceQuota, owner: Identi
 fn mount_workspace(root: &Path, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
     let target = join(root, &quota.path);
     fs::create_dir_all(&target).map_err(failed(format!("mkdir {}", target.display())))?;
-    let options = format!("size={},mode=0700,uid={},gid={}", quota.bytes, owner.uid, owner.gid);
+    let options =
+        format!("size={},nr_inodes={},mode=0700,uid={},gid={}", quota.bytes, quota.inodes(), owner.uid, owner.gid);
     sys::mount_at(&c_path(&target)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, &options)
         .map_err(failed("tmpfs workspace"))
 }

@@ -29,6 +29,21 @@ pub struct WorkspaceQuota {
     pub bytes: u64,
 }
 
+impl WorkspaceQuota {
+    /// Bytes of quota per inode. Without an inode limit a tmpfs takes empty files until
+    /// kernel memory runs out (a 16 MiB workspace pinned 1.5–2 GiB of inodes and
+    /// dentries, roughly 1 KiB each); one inode per 4 KiB keeps that memory within about
+    /// a quarter of the quota, and is more files than a workspace of real files fills.
+    pub const BYTES_PER_INODE: u64 = 4096;
+    /// At least this many inodes, so a small quota still holds R's own temporary files.
+    pub const MIN_INODES: u64 = 1024;
+
+    /// The tmpfs's inode limit for this quota.
+    pub fn inodes(&self) -> u64 {
+        (self.bytes / Self::BYTES_PER_INODE).max(Self::MIN_INODES)
+    }
+}
+
 /// Resource limits; `None` leaves the inherited limit in place.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

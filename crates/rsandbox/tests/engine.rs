@@ -678,3 +678,16 @@ fn a_sessions_output_limit_bounds_every_execute() {
     assert_eq!(r.outcome, Outcome::OutputLimit, "{:?}", r.outcome);
     assert!(r.stdout.len() <= 10_000, "{} bytes kept", r.stdout.len());
 }
+
+#[test]
+fn the_workspace_bounds_inodes_with_its_disk_quota() {
+    // Empty files cost no quota bytes but an inode each (kernel memory): a 16 MiB
+    // workspace holds at most 16 MiB / 4 KiB of them.
+    let options = EvalOptions { disk: Some(16 << 20), ..EvalOptions::default() };
+    let r = engine()
+        .eval("n <- 0; while (n < 1e5 && suppressWarnings(file.create(sprintf('f%d', n)))) n <- n + 1; n", &options)
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    let made = r.value.as_f64().unwrap();
+    assert!((3000.0..=4096.0).contains(&made), "{made} empty files in a 16 MiB workspace");
+}
