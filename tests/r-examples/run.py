@@ -3,7 +3,7 @@
 
 For every help page of R's base packages that has examples (tools::Rd_db + tools::Rd2ex,
 without \\dontrun and \\donttest: extract.R), run the page's example code once in plain
-R (`timeout 60 Rscript --vanilla`, in a fresh directory) and once in the sandbox
+R (`timeout 120 Rscript --vanilla`, in a fresh directory) and once in the sandbox
 (`rsandbox serve --stdio`, an `eval` with a 60 s timeout), and compare the outcome: ran to
 the end, or not (error, timeout, crash, violation). Output text is not compared (plots,
 timings, random numbers and temporary file names differ).
@@ -51,7 +51,11 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rsandbox", default="target/debug/rsandbox")
     p.add_argument("--jobs", type=int, default=2, help="examples run at once (default 2)")
-    p.add_argument("--timeout", type=int, default=60, help="seconds per example and side")
+    p.add_argument("--timeout", type=int, default=60, help="seconds per example in the sandbox")
+    p.add_argument("--plain-timeout", type=int, default=120,
+                   help="seconds per example in plain R (its default device, pdf, is slower "
+                        "than the sandbox's png on plot-heavy pages: grDevices/hcl writes a "
+                        "71 MB PDF, 74 s against 28 s on a loaded 2-core machine)")
     p.add_argument("--only", help="regular expression over PKG/TOPIC: run only those pages")
     p.add_argument("--known", default=os.path.join(HERE, "known-differences.tsv"))
     p.add_argument("--report", help="write every page's outcomes here (TSV)")
@@ -117,7 +121,7 @@ class Server:
 
     def __init__(self, binary):
         self.proc = subprocess.Popen([binary, "serve", "--stdio"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.PIPE, stderr=None)
         self.lock = threading.Lock()
         self.waiting = {}
         self.next_id = 0
@@ -150,7 +154,12 @@ class Server:
                    "limits": {"max_output": "16M"}}
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
-        slot[0].wait()
+        # The server kills an evaluation at its timeout: a missing answer is the engine's.
+        if not slot[0].wait(timeout + 60):
+            with self.lock:
+                self.waiting.pop(rid, None)
+            return {"error": {"code": "no_response",
+                              "message": f"no response {timeout + 60} s after the request"}}
         return slot[1]
 
     def close(self):
@@ -224,7 +233,7 @@ def main():
     finally:
         shutil.rmtree(exdir, ignore_errors=True)
     print(f"{len(pages)} help pages with examples; {a.jobs} at a time, "
-          f"{a.timeout} s each side", flush=True)
+          f"timeouts {a.plain_timeout} s in plain R, {a.timeout} s in the sandbox", flush=True)
 
     server = Server(rsandbox)
     results = {}
@@ -233,7 +242,7 @@ def main():
 
     def task(item):
         pkg, page, code = item
-        plain = run_plain(rscript, code, a.timeout)
+        plain = run_plain(rscript, code, a.plain_timeout)
         sandbox = run_sandbox(server, code, a.timeout)
         kind = classify(plain, sandbox)
         if kind == "other" and page in known:
@@ -279,7 +288,7 @@ def main():
     if diffs:
         print("\ndifferences (plain R -> sandbox):")
         for page, (pkg, plain, sandbox, kind) in diffs:
-            why = known.get(page, "") if kind == "known" else one_line(
+            why = one_line(known.get(page, ""), 120) if kind == "known" else one_line(
                 sandbox["error"] if plain["outcome"] == "ok" else plain["error"])
             print(f"  {kind:<10} {page}: {plain['outcome']} -> {sandbox['outcome']}: {why}")
 
