@@ -4,6 +4,23 @@
 //! 5 memory limit, 6 output limit, 7 file-size limit, 8 process limit, 9 violation,
 //! 10 crashed, 11 the sandbox could not be set up (fail closed).
 
+/// `println!` that returns the write's error (a closed pipe is an error to report
+/// quietly, not a panic).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
+/// `print!`, returning the write's error as [`out!`] does.
+macro_rules! out_no_newline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
 mod daemon;
 mod evaluate;
 mod terminal;
@@ -379,6 +396,38 @@ impl EngineArgs {
     }
 }
 
+/// As a process killed by SIGPIPE reports itself to a shell (128 + 13).
+const EXIT_BROKEN_PIPE: u8 = 141;
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// An error message as a CLI user reads it: with the flag that runs without a layer the
+/// environment refused. The engine's error (`EngineError::LayerRefused`) says what is kept
+/// without it, in the same words wherever it travels (through a front's error string or
+/// the daemon's protocol), so the message is where the layer is recognised.
+pub fn with_remedy(message: impl std::fmt::Display) -> String {
+    let message = message.to_string();
+    match rsandbox::RefusedLayer::ALL.into_iter().find(|l| message.contains(l.consequence())) {
+        Some(layer) => format!("{message}{}", remedy(layer)),
+        None => message,
+    }
+}
+
+/// How a CLI user runs without a layer the environment refuses (the engine's error says
+/// what is kept; the flags are this front's).
+fn remedy(layer: rsandbox::RefusedLayer) -> &'static str {
+    match layer {
+        rsandbox::RefusedLayer::Namespaces | rsandbox::RefusedLayer::PrivateRoot => {
+            ": run with --no-namespaces; `rsandbox check --no-namespaces` shows what you get"
+        }
+        rsandbox::RefusedLayer::Landlock => {
+            ": run with --best-effort; `rsandbox check --best-effort` shows what you get"
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -412,8 +461,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader of our output went away (`rsandbox eval … | head`): nothing to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(e) => {
-            eprintln!("rsandbox: {e:#}");
+            eprintln!("rsandbox: {}", with_remedy(format!("{e:#}")));
             let input = e.downcast_ref::<rsandbox::InputError>().is_some()
                 || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
             ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
@@ -439,7 +490,7 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     }
     // What is printed must load: checked here, not by the next reader.
     learned.profile()?;
-    print!("{}", learned.to_toml());
+    out_no_newline!("{}", learned.to_toml());
     Ok(if learned.succeeded { 0 } else { 1 })
 }
 
@@ -518,11 +569,11 @@ fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool)
 fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
     let findings = fronts::lint::lint(&code?);
     if json {
-        println!("{}", serde_json::to_string(&findings)?);
+        out!("{}", serde_json::to_string(&findings)?);
     } else {
         for f in &findings {
             let concern = serde_json::to_value(f.concern)?;
-            println!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
+            out!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
         }
     }
     Ok(0)
@@ -622,7 +673,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let (layers, accounting, failure) = match evaluation {
         Ok(r) if r.outcome == Outcome::Ok => (r.layers, r.usage.memory_accounting, None),
         Ok(r) => (r.layers, None, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
-        Err(e) => (None, None, Some(e.to_string())),
+        Err(e) => (None, None, Some(with_remedy(e))),
     };
     // How limits are counted: per process by rlimits, and per sandbox by the meter.
     let accounting_json = accounting.map(|memory| {
@@ -656,20 +707,20 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             (Some(l), None) => serde_json::json!({"runs": true, "layers": l, "accounting": accounting_json}),
             (_, why) => serde_json::json!({"runs": false, "error": why}),
         };
-        println!("{value}");
+        out!("{value}");
         return Ok(if failure.is_none() { 0 } else { 1 });
     }
     let yes = |b: bool| if b { "yes" } else { "no" };
-    println!("kernel offers");
-    println!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
-    println!("  seccomp          {}", yes(probe.seccomp));
-    println!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
-    println!(
+    out!("kernel offers");
+    out!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
+    out!("  seccomp          {}", yes(probe.seccomp));
+    out!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
+    out!(
         "  running as root  {} {}",
         yes(probe.root),
         if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" }
     );
-    println!(
+    out!(
         "  cgroup v2        {}",
         if probe.cgroup_v2_writable {
             "writable (not used: the meter counts instead)"
@@ -679,14 +730,14 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     );
     match (&layers, &failure) {
         (Some(l), None) => {
-            println!("an evaluation gets (a real sandbox was started and locked down)");
+            out!("an evaluation gets (a real sandbox was started and locked down)");
             let namespaces = if l.namespaces.is_empty() {
                 "none (no separate network stack; no socket can be created anyway)".to_string()
             } else {
                 l.namespaces.join(", ")
             };
-            println!("  namespaces       {namespaces}");
-            println!(
+            out!("  namespaces       {namespaces}");
+            out!(
                 "  private root     {}",
                 if l.private_root {
                     "yes: host paths do not exist inside"
@@ -694,7 +745,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                     "no: host paths are visible to stat, Landlock keeps them unreadable"
                 }
             );
-            println!(
+            out!(
                 "  disk quota       {}",
                 l.workspace_quota.map_or(
                     "NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(),
@@ -703,39 +754,39 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             );
             let shared =
                 if engine.uid.is_some() { " for every sandbox (--uid: process limits are shared)" } else { "" };
-            println!(
+            out!(
                 "  identity         {}{shared}",
                 l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid))
             );
-            println!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
-            println!("  landlock         {:?}", l.landlock);
-            println!("  seccomp          {}", yes(l.seccomp));
-            println!("  no_new_privs, rlimits, clean environment: yes");
+            out!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
+            out!("  landlock         {:?}", l.landlock);
+            out!("  seccomp          {}", yes(l.seccomp));
+            out!("  no_new_privs, rlimits, clean environment: yes");
             let memory = match accounting {
                 Some(rsandbox::meter::MemoryAccounting::Pss) => "proportional (PSS: pages shared after fork count once)",
                 _ => "resident (RSS: pages a forked child shares count again; /proc/PID/smaps_rollup is not readable here)",
             };
-            println!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
+            out!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
             let packages = match &profile.packages {
                 None => "every installed package".to_string(),
                 Some(p) => {
                     format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", "))
                 }
             };
-            println!(
+            out!(
                 "  profile          {}: {packages}{}",
                 profile.name,
                 if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) }
             );
             if !profile.write.is_empty() {
                 let dirs: Vec<String> = profile.write.iter().map(|p| p.display().to_string()).collect();
-                println!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));
+                out!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));
             }
             if programs.is_empty() {
-                println!("  programs         none (execve is a violation that ends the sandbox)");
+                out!("  programs         none (execve is a violation that ends the sandbox)");
             } else {
                 let names: Vec<String> = programs.iter().map(|p| p.display().to_string()).collect();
-                println!(
+                out!(
                     "  programs         only these may be executed ({}), everything else fails; whatever runs stays inside every \
                      layer above, and the ELF loader among them can run any readable program, as native code in R could: {}",
                     names.len(),
@@ -744,21 +795,21 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             }
             if !profile.libraries.is_empty() {
                 let libraries: Vec<String> = profile.libraries.iter().map(|p| p.display().to_string()).collect();
-                println!("  libraries        also {} (searched first, readable)", libraries.join(", "));
+                out!("  libraries        also {} (searched first, readable)", libraries.join(", "));
             }
             if let Some(functions) = &profile.functions {
-                println!(
+                out!(
                     "  functions        only these {} (code calling anything else is refused before it runs; a convenience \
                      over the kernel's walls, not one of them): {}",
                     functions.len(),
                     functions.join(" ")
                 );
             }
-            println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
+            out!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
             Ok(0)
         }
         (_, why) => {
-            println!("an evaluation FAILS here: {}", why.as_deref().unwrap_or("unknown"));
+            out!("an evaluation FAILS here: {}", why.as_deref().unwrap_or("unknown"));
             Ok(1)
         }
     }

@@ -447,6 +447,36 @@ both!(
 );
 
 both!(
+    fn a_missing_program_and_an_impossible_disk_quota_are_bad_input(who) {
+        let _g = shared();
+        assert_rejected(who, &["exec", "--", "nosuchprog"], "program \"nosuchprog\" not found");
+        let out = rsandbox(who, &["eval", "--no-daemon", "--disk", "1T", "1"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("invalid disk: 1048576 MiB is more than this server's"), "{out}");
+    }
+);
+
+/// `rsandbox eval … | head`: the reader went away; no panic, no message, and the status a
+/// process killed by SIGPIPE gives.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let _g = shared();
+    for json in ["", "--json"] {
+        let script = format!(
+            "set -o pipefail; \"$0\" eval --no-daemon {json} \"cat(strrep('x\\n', 1e5)); strrep('y', 1e6)\" | head -c 4 >/dev/null"
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script, binaries().cli.to_str().unwrap()])
+            .env("RSANDBOX_NO_DAEMON", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{json}: {stderr}");
+        assert_eq!(stderr, "", "{json}");
+    }
+}
+
+both!(
     fn code_over_1_mib_is_rejected(who) {
         let _g = shared();
         let mut code = b"x <- 1\n".to_vec();

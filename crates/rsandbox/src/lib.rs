@@ -44,7 +44,7 @@ mod warm;
 pub mod workspace;
 pub mod zygote;
 
-pub use errors::{EngineError, InputError};
+pub use errors::{EngineError, InputError, RefusedLayer};
 pub use events::{Event, OutputStream};
 pub use lockdown::{Applied, LandlockEnforcement};
 pub use options::{parse_size, EngineConfig, EvalOptions};

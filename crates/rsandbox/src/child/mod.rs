@@ -20,7 +20,7 @@ pub use interrupt::Interrupter;
 pub use outcome::signal_name;
 pub use tool_bridge::ToolEvent;
 
-use crate::errors::EngineError;
+use crate::errors::{EngineError, RefusedLayer};
 use crate::events::{Event, OutputStream};
 use crate::meter::{self, Meter};
 use crate::result::EvalResult;
@@ -246,7 +246,7 @@ impl SandboxChild {
                 self.lockdown_us = lockdown_us;
                 applied
             }
-            Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
+            Ok(Lockdown::Failed(error)) => return Err(setup_failure(error)),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
         listener
@@ -727,30 +727,21 @@ impl SandboxChild {
     }
 }
 
-/// A lockdown failure, with what the operator can do about it when there is a choice.
-fn with_remedy(error: String) -> String {
+/// A lockdown failure, as the layer refused when the operator can choose to go without it.
+fn setup_failure(error: String) -> EngineError {
     let refused = |e: &str| e.contains("Operation not permitted") || e.contains("Permission denied");
-    if error.contains("failed to create namespaces") && refused(&error) {
-        format!(
-            "{error}. This environment refuses new namespaces (a container runtime's default seccomp \
-             profile does): run without them with --no-namespaces (EngineConfig::namespaces = false); \
-             every other layer still holds, and `rsandbox check --no-namespaces` shows what you get"
-        )
+    let layer = if error.contains("failed to create namespaces") && refused(&error) {
+        Some(RefusedLayer::Namespaces)
     } else if error.contains("does not enforce Landlock") {
-        format!(
-            "{error}. This kernel (or runtime, such as gVisor) offers no Landlock: run with --best-effort \
-             (EngineConfig::best_effort = true) to use the other layers (the private root, seccomp, rlimits \
-             and the uid drop still hold); `rsandbox check --best-effort` shows what you get"
-        )
+        Some(RefusedLayer::Landlock)
     } else if error.contains("root directory is not a mount point") {
-        format!(
-            "{error}. Run without namespaces with --no-namespaces (EngineConfig::namespaces = false): \
-             every other layer still holds (host paths stay unreadable, but visible to stat; the \
-             workspace is a plain directory without a quota), and `rsandbox check --no-namespaces` \
-             shows what you get"
-        )
+        Some(RefusedLayer::PrivateRoot)
     } else {
-        error
+        None
+    };
+    match layer {
+        Some(layer) => EngineError::LayerRefused { layer, error },
+        None => EngineError::Setup(error),
     }
 }
 
