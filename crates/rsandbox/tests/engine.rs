@@ -691,3 +691,19 @@ fn the_workspace_bounds_inodes_with_its_disk_quota() {
     let made = r.value.as_f64().unwrap();
     assert!((3000.0..=4096.0).contains(&made), "{made} empty files in a 16 MiB workspace");
 }
+
+#[test]
+fn a_snapshot_runs_no_binding_and_leaves_nothing_running() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    // An active binding is code: a snapshot does not read it (it is not saved).
+    s.execute("makeActiveBinding('a', function() { file.create('ran'); 1 }, environment()); b <- 2", &quick())
+        .unwrap();
+    // A promise is forced (as save() forces it); what its code leaves running is ended
+    // with the request, as after an evaluation.
+    s.execute("delayedAssign('p', { parallel::mcparallel({ Sys.sleep(1); file.create('late') }); 3 })", &quick())
+        .unwrap();
+    let (_, not_saved) = s.snapshot().unwrap();
+    assert_eq!(not_saved, vec!["a".to_string()]);
+    let r = s.execute("Sys.sleep(2.5); c(file.exists('ran'), file.exists('late'), b)", &quick()).unwrap();
+    assert_eq!(r.value, json!([0, 0, 2]), "neither ran nor late: {r:?}");
+}
