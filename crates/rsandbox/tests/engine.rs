@@ -696,8 +696,7 @@ fn the_workspace_bounds_inodes_with_its_disk_quota() {
 fn a_snapshot_runs_no_binding_and_leaves_nothing_running() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
     // An active binding is code: a snapshot does not read it (it is not saved).
-    s.execute("makeActiveBinding('a', function() { file.create('ran'); 1 }, environment()); b <- 2", &quick())
-        .unwrap();
+    s.execute("makeActiveBinding('a', function() { file.create('ran'); 1 }, environment()); b <- 2", &quick()).unwrap();
     // A promise is forced (as save() forces it); what its code leaves running is ended
     // with the request, as after an evaluation.
     s.execute("delayedAssign('p', { parallel::mcparallel({ Sys.sleep(1); file.create('late') }); 3 })", &quick())
@@ -706,4 +705,64 @@ fn a_snapshot_runs_no_binding_and_leaves_nothing_running() {
     assert_eq!(not_saved, vec!["a".to_string()]);
     let r = s.execute("Sys.sleep(2.5); c(file.exists('ran'), file.exists('late'), b)", &quick()).unwrap();
     assert_eq!(r.value, json!([0, 0, 2]), "neither ran nor late: {r:?}");
+}
+
+/// Native code that keeps running after the R code returns: a thread in R's own process
+/// and a chain of processes that fork and exit as fast as they can (SIGCHLD ignored, so
+/// nobody waits for them). Each counts its steps in memory R can read.
+const LINGERING_C: &str = r#"
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+static atomic_long thread_steps;
+static atomic_long *chain_steps;
+static void *spin(void *arg) { (void)arg; for (;;) { thread_steps++; usleep(1000); } return 0; }
+void rsb_start(int *ok) {
+    pthread_t t;
+    chain_steps = mmap(0, sizeof *chain_steps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    signal(SIGCHLD, SIG_IGN);
+    *ok = pthread_create(&t, 0, spin, 0) == 0 && chain_steps != MAP_FAILED;
+    if (*ok && fork() == 0) {
+        for (;;) { (*chain_steps)++; if (fork() != 0) _exit(0); }
+    }
+}
+void rsb_steps(double *thread, double *chain) { *thread = thread_steps; *chain = *chain_steps; }
+"#;
+
+#[test]
+fn between_requests_nothing_of_the_sandbox_runs() {
+    let dir = tempdir_for_test();
+    let source = dir.join("lingering.c");
+    std::fs::write(&source, LINGERING_C).unwrap();
+    let library = dir.join("lingering.so");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .arg("-lpthread")
+        .status()
+        .unwrap();
+    assert!(cc.success(), "cc failed");
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.put_file("lingering.so", &std::fs::read(&library).unwrap()).unwrap();
+    let steps = "unlist(.C('rsb_steps', thread = 0, chain = 0)[c('thread', 'chain')])";
+    let started = s
+        .execute(
+            &format!("dyn.load(file.path(getwd(), 'lingering.so')); stopifnot(.C('rsb_start', 0L)[[1]] == 1L); Sys.sleep(0.3); {steps}"),
+            &quick(),
+        )
+        .unwrap();
+    assert_eq!(started.outcome, Outcome::Ok, "{started:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = s.execute(steps, &quick()).unwrap();
+    assert_eq!(later.outcome, Outcome::Ok, "{later:?}");
+    let (before, after) = (&started.value, &later.value);
+    let delta = |key: &str| after[key].as_f64().unwrap() - before[key].as_f64().unwrap();
+    assert!(before["thread"].as_f64().unwrap() > 50.0, "the thread ran during the request: {before}");
+    assert!(before["chain"].as_f64().unwrap() > 50.0, "the chain ran during the request: {before}");
+    // 1.5 s between the requests: ~1500 steps of the thread had it run then.
+    assert!(delta("thread") < 300.0, "the thread ran between requests: {before} then {after}");
+    assert!(delta("chain") < 10.0, "the chain outlived its request: {before} then {after}");
 }

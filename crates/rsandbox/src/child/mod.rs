@@ -281,6 +281,7 @@ impl SandboxChild {
         if !self.is_alive() {
             return Err(EngineError::Setup("the sandbox child is no longer running".into()));
         }
+        self.resume();
         let start = Instant::now();
         self.output.clear();
         let mut run = Execution {
@@ -370,6 +371,17 @@ impl SandboxChild {
         n != 0
     }
 
+    /// Let R run again (stopped since its last request, see [`meter::stop_group`]). Only
+    /// R: whatever else a request left was killed at its end. A child that is gone is
+    /// no error here: the request finds out and says why.
+    fn resume(&self) {
+        // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
+        // info.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGCONT, std::ptr::null::<u8>(), 0)
+        };
+    }
+
     /// SIGKILL the child (its group dies with it, killed by the zygote on reaping).
     pub fn kill(&self) {
         // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
@@ -385,6 +397,7 @@ impl SandboxChild {
         if !self.is_alive() {
             return Err(EngineError::Setup("the sandbox child is no longer running".into()));
         }
+        self.resume();
         let start = Instant::now();
         self.output.clear();
         let stream = request.on_event.is_some();
@@ -552,6 +565,11 @@ impl SandboxChild {
         }
         // A finished request on a live child: collect what the pipes still hold.
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
+            // Nothing of the sandbox runs between requests: stop it all first.
+            if let Some(Err(e)) = self.meter.as_ref().map(meter::stop_group) {
+                self.stop(run, KillReason::ReporterLost(format!("could not stop the sandbox after the request: {e}")));
+                return Ok(false);
+            }
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
             // the channel) between requests. A process made (or reaped) since the last
@@ -728,7 +746,9 @@ impl SandboxChild {
                         break;
                     }
                 }
-                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) if run.awaiting.is_none() => {
+                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. })))
+                    if run.awaiting.is_none() =>
+                {
                     run.evaluated = Some(done)
                 }
                 // Between evaluations: the one answer (its kind is the caller's to check).
