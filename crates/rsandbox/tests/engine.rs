@@ -172,7 +172,12 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
     };
     assert_eq!(error_of("add('one', 2)"), "tool add: argument \"a\" must be numeric");
     assert_eq!(error_of("add(1)"), "tool add: missing argument \"b\"");
-    assert_eq!(error_of("echo_int(1.5)"), "tool echo_int: argument \"x\" must be integer");
+    let not_integer = "tool echo_int: argument \"x\" must be integer (whole numbers within ±2147483647)";
+    assert_eq!(error_of("echo_int(1.5)"), not_integer);
+    // Whole, but beyond R's 32-bit integers (and beyond what JSON numbers hold exactly).
+    assert_eq!(error_of("echo_int(1e308)"), not_integer);
+    assert_eq!(error_of("echo_int(c(1, 2^31))"), not_integer);
+    assert_eq!(s.execute("echo_int(2147483647)", &quick()).unwrap().value, json!(2147483647));
     assert_eq!(error_of("echo_df(1:3)"), "tool echo_df: argument \"x\" must be data_frame");
     assert_eq!(error_of("fail()"), "the host said no");
     // Going around the stubs: the host is the boundary, not the R function. The raw
