@@ -73,7 +73,7 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     let mut result = match answer {
         Some(daemon::Answer::Result(result)) => *result,
         Some(daemon::Answer::Refused { code, message }) => {
-            eprintln!("rsandbox: {}", crate::with_remedy(message));
+            eprintln!("rsandbox: {}", crate::terminal::inert_on_stderr(&crate::with_remedy(message)));
             return Ok(if code == "bad_input" { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED });
         }
         None => {

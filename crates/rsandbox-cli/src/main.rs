@@ -464,7 +464,8 @@ fn main() -> ExitCode {
         // The reader of our output went away (`rsandbox eval … | head`): nothing to say.
         Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(e) => {
-            eprintln!("rsandbox: {}", with_remedy(format!("{e:#}")));
+            // An error may quote what the sandbox chose (a file name under --output).
+            eprintln!("rsandbox: {}", terminal::inert_on_stderr(&with_remedy(format!("{e:#}"))));
             let input = e.downcast_ref::<rsandbox::InputError>().is_some()
                 || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
             ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
@@ -481,7 +482,7 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     let options = limits.options(&config.profile)?;
     let learned = rsandbox::learn::learn(&config, &code, &options)?;
     for note in &learned.notes {
-        eprintln!("rsandbox learn: {note}");
+        eprintln!("rsandbox learn: {}", terminal::inert_on_stderr(note));
     }
     // Code that ran to the end only because learning refused its forbidden calls still
     // gets its profile (naming those calls), with exit 1.

@@ -1079,3 +1079,26 @@ both!(
         std::fs::remove_dir_all(&dir).ok();
     }
 );
+
+/// An error can quote what the sandbox chose (a file name under --output): on a
+/// terminal its control characters are shown, never sent.
+#[test]
+fn an_error_quoting_sandbox_text_is_inert_on_a_terminal() {
+    let _g = shared();
+    let out_dir = fixture("marker-inert", b"").with_file_name("inert-output");
+    std::fs::remove_dir_all(&out_dir).ok();
+    std::fs::create_dir(&out_dir).unwrap();
+    // The host already has a file where the sandbox's directory would go.
+    std::fs::write(out_dir.join("\u{1b}[2Jz"), "host").unwrap();
+    let command = format!(
+        "RSANDBOX_NO_DAEMON=1 {} eval --output {} \"dir.create('\\\\033[2Jz'); file.create('\\\\033[2Jz/f')\"",
+        binaries().cli.display(),
+        out_dir.display()
+    );
+    let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("exists and is not a directory"), "{shown:?}");
+    assert!(shown.contains("\\x1b[2Jz"), "shown as an escape: {shown:?}");
+    assert!(!shown.contains('\u{1b}'), "sent raw to the terminal: {shown:?}");
+    std::fs::remove_dir_all(&out_dir).ok();
+}
