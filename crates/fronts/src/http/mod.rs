@@ -20,7 +20,7 @@
 //! requests per minute (429 with Retry-After) and open sessions (409) are capped; limits
 //! above the server's caps are refused (400, never silently lowered); bodies over 16
 //! MiB get 413; headers must arrive within the header timeout, which also ends idle
-//! kept-alive connections (`server.rs`). Errors are `{"error": {"code", "message"}}`
+//! kept-alive connections (`crate::listen`, shared with the MCP server). Errors are `{"error": {"code", "message"}}`
 //! (`errors.rs`). Every response carries `x-request-id`, also in each log line of its
 //! request (`observe.rs`).
 
@@ -28,13 +28,12 @@ mod errors;
 mod jobs;
 mod observe;
 mod routes;
-mod server;
 mod state;
 mod stream;
 
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
-pub use server::ConnectionLimits;
+pub use crate::listen::ConnectionLimits;
 pub use state::HttpCaps;
 
 use crate::auth::Tokens;
@@ -68,7 +67,7 @@ pub fn serve(
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
         tracing::info!(address = %bound, "listening");
-        server::run(listener, app, connections, crate::shutdown::stop_signal()).await;
+        crate::listen::run(listener, app, connections, crate::shutdown::stop_signal()).await;
         // Every session's sandbox ends with the state.
         state.close_all();
         Ok(())

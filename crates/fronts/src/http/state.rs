@@ -92,6 +92,8 @@ impl HttpCaps {
 pub struct SessionEntry {
     pub(super) session: Session,
     pub(super) bridge: Arc<ToolBridge>,
+    /// The id clients use (`crate::ids`), not the engine's.
+    pub(super) id: String,
     owner: String,
     executing: AtomicBool,
 }
@@ -109,7 +111,7 @@ impl SessionEntry {
     /// Mark an execute as running, or 409 when one already is.
     pub fn start_execute(self: &Arc<Self>) -> Result<Executing, ApiError> {
         if self.executing.swap(true, Ordering::SeqCst) {
-            return Err(ApiError::from(rsandbox::EngineError::Busy(self.session.id().to_string())));
+            return Err(ApiError::from(rsandbox::EngineError::Busy(self.id.clone())));
         }
         Ok(Executing(self.clone()))
     }
@@ -201,8 +203,10 @@ impl AppState {
                 "this token holds {held} sessions (its limit); delete one first"
             ))));
         }
-        let id = session.id().to_string();
-        let entry = SessionEntry { session, bridge, owner: owner.to_string(), executing: AtomicBool::new(false) };
+        let id = crate::ids::session_id();
+        tracing::info!(session = %id, engine_session = session.id(), "session opened");
+        let entry =
+            SessionEntry { session, bridge, id: id.clone(), owner: owner.to_string(), executing: AtomicBool::new(false) };
         sessions.insert(id.clone(), Arc::new(entry));
         Ok(id)
     }
