@@ -24,7 +24,9 @@ pub struct BadNode(pub String);
 
 /// Whether `tag` is a node tag as given (`[a-z0-9-]{1,32}`).
 pub fn valid_node(tag: &str) -> bool {
-    !tag.is_empty() && tag.len() <= MAX_NODE_LEN && tag.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    !tag.is_empty()
+        && tag.len() <= MAX_NODE_LEN
+        && tag.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// A host name as a node tag: lowered, other characters as `-`, at most 32

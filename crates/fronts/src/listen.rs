@@ -96,8 +96,9 @@ pub fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
 }
 
 /// Middleware for a service that reads its body itself (rmcp's does, without a limit):
-/// a body declared or found over [`MAX_BODY`] gets 413 and is not read further (the
-/// connection then closes); at most that much is ever held.
+/// a body declared over [`MAX_BODY`] gets 413 before any of it is read; one without a
+/// length (chunked) gets 413 as soon as more than that has arrived. Either way the rest
+/// is not read (the connection then closes) and at most [`MAX_BODY`] is ever held.
 pub async fn limit_body(request: Request, next: Next) -> Response {
     let too_large = || {
         json_error(
@@ -106,11 +107,8 @@ pub async fn limit_body(request: Request, next: Next) -> Response {
             &format!("the request body is over this server's limit of {} MiB", MAX_BODY >> 20),
         )
     };
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared =
+        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         return too_large();
     }

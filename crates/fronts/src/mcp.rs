@@ -182,14 +182,32 @@ struct Registry {
 }
 
 impl Registry {
+    /// A session's options where it asked for nothing: the defaults, within the caps.
+    fn default_options(&self) -> EvalOptions {
+        let defaults = EvalOptions::default();
+        EvalOptions { memory: defaults.memory.map(|m| m.min(self.config.max_memory)), ..defaults }
+    }
+
+    /// The options of a session asking for `memory`: refused above the server's cap
+    /// (never lowered silently).
+    fn asked_options(&self, memory: Option<&str>, cpu_s: Option<u64>) -> Result<EvalOptions, String> {
+        let defaults = self.default_options();
+        let memory = match memory.map(rsandbox::parse_size).transpose() {
+            Ok(None) => defaults.memory,
+            Ok(Some(m)) if m > self.config.max_memory => {
+                return Err(format!(
+                    "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
+                    m >> 20,
+                    self.config.max_memory >> 20
+                ))
+            }
+            Ok(Some(m)) => Some(m),
+            Err(e) => return Err(format!("invalid memory: {e}")),
+        };
+        Ok(EvalOptions { memory, cpu_seconds: cpu_s, ..defaults })
+    }
+
     fn open(&self, owner: &Owner, options: EvalOptions, implicit: bool) -> Result<String, String> {
-        if let Some(memory) = options.memory.filter(|m| *m > self.config.max_memory) {
-            return Err(format!(
-                "memory {} MiB is above this server's cap of {} MiB; ask for less",
-                memory >> 20,
-                self.config.max_memory >> 20
-            ));
-        }
         {
             let open = self.open.lock().expect("sessions");
             if open.len() >= self.config.max_sessions {
@@ -402,13 +420,9 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = EvalOptions {
-                memory: match args.memory.as_deref().map(rsandbox::parse_size).transpose() {
-                    Ok(m) => m.or(EvalOptions::default().memory),
-                    Err(e) => return Ok(CallToolResult::error(vec![Content::text(format!("invalid memory: {e}"))])),
-                },
-                cpu_seconds: args.cpu_s,
-                ..EvalOptions::default()
+            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu_s) {
+                Ok(o) => o,
+                Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
             };
             match this.registry.open(&owner, options, false) {
                 Ok(id) => {
@@ -486,7 +500,8 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let listed = this.session_for(&owner, args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
+            let listed =
+                this.session_for(&owner, args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
             Ok(match listed {
                 Ok((files, truncated)) => {
                     let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
@@ -523,8 +538,9 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read =
-                this.session_for(&owner, args.session).and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
+            let read = this
+                .session_for(&owner, args.session)
+                .and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -638,7 +654,7 @@ impl McpServer {
                 let mut own = self.connection.implicit.lock().expect("implicit session");
                 match own.as_ref().filter(|h| self.registry.open.lock().expect("sessions").contains_key(*h)) {
                     Some(h) => h.clone(),
-                    None => own.insert(self.registry.open(owner, EvalOptions::default(), true)?).clone(),
+                    None => own.insert(self.registry.open(owner, self.registry.default_options(), true)?).clone(),
                 }
             }
         };
@@ -919,7 +935,11 @@ pub fn serve_http(
         let router = axum::Router::new()
             .nest_service("/mcp", service)
             .fallback(|| async {
-                crate::listen::json_error(axum::http::StatusCode::NOT_FOUND, "not_found", "no such route: MCP is at /mcp")
+                crate::listen::json_error(
+                    axum::http::StatusCode::NOT_FOUND,
+                    "not_found",
+                    "no such route: MCP is at /mcp",
+                )
             })
             .layer(axum::middleware::from_fn(crate::listen::limit_body))
             .layer(axum::middleware::from_fn(move |request, next| {

@@ -44,11 +44,7 @@ impl Server {
             Some(tag) => command.env("RSANDBOX_NODE_ID", tag),
             None => command.env_remove("RSANDBOX_NODE_ID"),
         };
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("rsandbox serve starts");
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("rsandbox serve starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Server { child, stdin, stdout }
@@ -149,7 +145,9 @@ fn session_ids_are_random_and_carry_the_node() {
         let hex = id.strip_prefix(&format!("s-{node}-")).unwrap_or("");
         hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     };
-    for (args, env, node) in [(&["--node-id", "eu-west-7"][..], Some("ignored-env"), "eu-west-7"), (&[][..], Some("rack-9"), "rack-9")] {
+    for (args, env, node) in
+        [(&["--node-id", "eu-west-7"][..], Some("ignored-env"), "eu-west-7"), (&[][..], Some("rack-9"), "rack-9")]
+    {
         let mut s = Server::start_with(args, env);
         let mut ids = Vec::new();
         for id in 1..=3 {

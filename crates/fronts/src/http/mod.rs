@@ -31,9 +31,9 @@ mod routes;
 mod state;
 mod stream;
 
+pub use crate::listen::ConnectionLimits;
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
-pub use crate::listen::ConnectionLimits;
 pub use state::HttpCaps;
 
 use crate::auth::Tokens;

@@ -205,8 +205,13 @@ impl AppState {
         }
         let id = crate::ids::session_id();
         tracing::info!(session = %id, engine_session = session.id(), "session opened");
-        let entry =
-            SessionEntry { session, bridge, id: id.clone(), owner: owner.to_string(), executing: AtomicBool::new(false) };
+        let entry = SessionEntry {
+            session,
+            bridge,
+            id: id.clone(),
+            owner: owner.to_string(),
+            executing: AtomicBool::new(false),
+        };
         sessions.insert(id.clone(), Arc::new(entry));
         Ok(id)
     }
