@@ -105,7 +105,7 @@ fn over_http_sessions_are_their_tokens_and_the_listener_is_capped() {
 fn the_http_api_answers_every_request_with_its_status() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/http/api_checks.py");
     let stdout = run_python(&[script.to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 15, "every check ran:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 17, "every check ran:\n{stdout}");
 }
 
 /// 10 000 requests at 32 connections mixing good evaluations with timeouts, memory and

@@ -3,11 +3,14 @@
 //!
 //! * `POST /v1/eval` — one evaluation in a fresh sandbox; the result is the CLI's
 //!   `--json` result.
-//! * `POST /v1/sessions`, `POST /v1/sessions/{id}/execute`, `POST
-//!   /v1/sessions/{id}/interrupt`, `DELETE /v1/sessions/{id}`, `GET|PUT
-//!   /v1/sessions/{id}/files/{path}` — persistent sessions, owned by the token that
-//!   made them (another token gets 404).
-//! * `GET /healthz`, `GET /readyz` (a sandbox can be made), `GET /metrics` (Prometheus
+//! * `POST /v1/sessions` (its id also in `x-rsandbox-session`), `GET /v1/sessions` (the
+//!   caller's), `POST /v1/sessions/{id}/execute`, `POST /v1/sessions/{id}/interrupt`,
+//!   `DELETE /v1/sessions/{id}`, `GET /v1/sessions/{id}/files`, `GET|PUT
+//!   /v1/sessions/{id}/files/{path}` (raw bytes with `Accept: application/octet-stream`)
+//!   — persistent sessions, owned by the token that made them (another token gets 404).
+//!   Ids come from `crate::ids`.
+//! * `GET /healthz`, `GET /readyz` (a sandbox can be made; the answer is reused for a
+//!   few seconds), `GET /metrics` (Prometheus
 //!   text), `GET /openapi.json` (generated from these types by utoipa).
 //!
 //! * `POST /v1/sessions/{id}/snapshot`, and `restore` when creating a session.
@@ -21,7 +24,8 @@
 //! above the server's caps are refused (400, never silently lowered); bodies over 16
 //! MiB get 413; headers must arrive within the header timeout, which also ends idle
 //! kept-alive connections (`crate::listen`, shared with the MCP server). Errors are `{"error": {"code", "message"}}`
-//! (`errors.rs`). Every response carries `x-request-id`, also in each log line of its
+//! (`errors.rs`), unknown routes and methods included; a 401 says `WWW-Authenticate:
+//! Bearer`. Every response carries `x-request-id`, also in each log line of its
 //! request (`observe.rs`).
 
 mod errors;
