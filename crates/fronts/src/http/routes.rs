@@ -246,7 +246,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> AppResult<T> + Send 
 /// `on_gone` runs if the client drops the stream before the work ends (a session's
 /// execute is interrupted then, instead of running to its deadline for nobody).
 fn streamed(
-    work: impl FnOnce(&tokio::sync::mpsc::UnboundedSender<StreamEvent>) -> AppResult<EvalResult> + Send + 'static,
+    work: impl FnOnce(&Arc<stream::StreamSender>) -> AppResult<EvalResult> + Send + 'static,
     on_gone: Option<Box<dyn FnOnce() + Send>>,
 ) -> Response {
     let (tx, response) = stream::channel();
@@ -255,7 +255,8 @@ fn streamed(
         let watched = tx.clone();
         tokio::spawn(async move {
             tokio::select! {
-                () = watched.closed() => on_gone(),
+                // The client left, or was cut off for taking nothing.
+                () = watched.gone() => on_gone(),
                 _ = finished => {}
             }
         });
@@ -269,7 +270,7 @@ fn streamed(
         };
         let _ = done.send(());
         // The client may have gone; the work is done either way.
-        let _ = tx.send(last);
+        tx.send(last);
     });
     response.into_response()
 }
@@ -319,7 +320,9 @@ async fn eval(
         return Ok(streamed(
             move |tx| {
                 let (_admitted, mut body) = (admitted, body);
-                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                let mut emit = |e: rsandbox::Event<'_>| {
+                    tx.send(StreamEvent::from_engine(e));
+                };
                 run_eval(&state, &mut body, options, Some(&mut emit))
             },
             None,
@@ -461,7 +464,9 @@ async fn execute(
             move |tx| {
                 let _running = (admitted, executing);
                 let _attached = entry.bridge.attach(tx.clone(), deadline);
-                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                let mut emit = |e: rsandbox::Event<'_>| {
+                    tx.send(StreamEvent::from_engine(e));
+                };
                 let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
                 state.metrics.result(&result);
                 Ok(result)
