@@ -119,6 +119,8 @@ enum Command {
         #[arg(long)]
         prefork: Option<usize>,
         #[command(flatten)]
+        node: NodeArg,
+        #[command(flatten)]
         engine: EngineArgs,
     },
     /// Report calls that deserve a reviewer's attention (advisory; nothing is run).
@@ -150,9 +152,21 @@ enum Command {
         /// Seconds a session may go unused before it is closed.
         #[arg(long, default_value_t = fronts::mcp::IDLE_TIMEOUT.as_secs_f64())]
         idle_timeout: f64,
+        /// Most memory a session may ask for (new_session's memory; e.g. 4G).
+        #[arg(long, default_value = "4G")]
+        max_memory: String,
+        /// Seconds a client has to send a request's headers; also how long a kept-alive
+        /// connection may sit idle (--http).
+        #[arg(long, default_value_t = 30, requires = "http")]
+        header_timeout: u64,
+        /// Seconds running requests get to finish after SIGTERM (--http).
+        #[arg(long, default_value_t = 30, requires = "http")]
+        shutdown_grace: u64,
         /// Children kept forked and locked down ahead of requests (default: one per core).
         #[arg(long)]
         prefork: Option<usize>,
+        #[command(flatten)]
+        node: NodeArg,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -218,6 +232,35 @@ pub(crate) struct LimitArgs {
     /// Largest stdout + stderr + result accepted (e.g. 1M).
     #[arg(long)]
     max_output: Option<String>,
+}
+
+/// The node tag in session and job ids (for a load balancer's routing).
+#[derive(Args, Clone)]
+pub(crate) struct NodeArg {
+    /// The node tag in session and job ids (`s-NODE-…`), 1-32 characters of a-z, 0-9
+    /// and '-' (default: RSANDBOX_NODE_ID, else the host name, sanitized).
+    #[arg(long, value_name = "TAG")]
+    node_id: Option<String>,
+}
+
+impl NodeArg {
+    /// Fix the node tag before anything is served; a bad one is bad input (exit 2).
+    fn apply(&self) -> Result<(), u8> {
+        let chosen = match &self.node_id {
+            Some(tag) => Some(tag.clone()),
+            None => fronts::ids::node_from_env().map_err(|e| {
+                eprintln!("rsandbox: RSANDBOX_NODE_ID: {e}");
+                EXIT_BAD_INPUT
+            })?,
+        };
+        if let Some(tag) = chosen {
+            fronts::ids::set_node(&tag).map_err(|e| {
+                eprintln!("rsandbox: --node-id: {e}");
+                EXIT_BAD_INPUT
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// Server-side caps of `serve --http`.
@@ -444,13 +487,37 @@ fn main() -> ExitCode {
             }
         }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, http, token_file, caps, prefork, engine } => {
-            serve(&engine, prefork, http, token_file, &caps)
-        }
+        Command::Serve { stdio: _, http, token_file, caps, prefork, node, engine } => match node.apply() {
+            Ok(()) => serve(&engine, prefork, http, token_file, &caps),
+            Err(code) => Ok(code),
+        },
         Command::Lint { file, json } => lint(read_source(&file), json),
-        Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
-            mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
-        }
+        Command::Mcp {
+            http,
+            token_file,
+            max_sessions,
+            max_sessions_per_connection,
+            idle_timeout,
+            max_memory,
+            header_timeout,
+            shutdown_grace,
+            prefork,
+            node,
+            engine,
+        } => match node.apply() {
+            Ok(()) => {
+                let config = McpArgs {
+                    max_sessions,
+                    max_sessions_per_connection,
+                    idle_timeout,
+                    max_memory,
+                    header_timeout,
+                    shutdown_grace,
+                };
+                mcp(&engine, prefork, http, token_file, &config)
+            }
+            Err(code) => Ok(code),
+        },
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => {
@@ -580,27 +647,41 @@ fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// `rsandbox mcp`'s server options.
+struct McpArgs {
+    max_sessions: usize,
+    max_sessions_per_connection: usize,
+    idle_timeout: f64,
+    max_memory: String,
+    header_timeout: u64,
+    shutdown_grace: u64,
+}
+
 fn mcp(
     engine: &EngineArgs,
     prefork: Option<usize>,
     http: Option<std::net::SocketAddr>,
     token_file: Option<PathBuf>,
-    max_sessions: usize,
-    max_sessions_per_connection: usize,
-    idle_timeout: f64,
+    args: &McpArgs,
 ) -> anyhow::Result<u8> {
+    let idle_timeout = args.idle_timeout;
     if !(idle_timeout.is_finite() && idle_timeout > 0.0) {
         eprintln!("rsandbox: --idle-timeout must be a positive number of seconds, got {idle_timeout}");
         return Ok(EXIT_BAD_INPUT);
     }
-    if max_sessions == 0 || max_sessions_per_connection == 0 {
+    if args.max_sessions == 0 || args.max_sessions_per_connection == 0 {
         eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
         return Ok(EXIT_BAD_INPUT);
     }
     let config = fronts::mcp::McpConfig {
-        max_sessions,
-        max_sessions_per_connection,
+        max_sessions: args.max_sessions,
+        max_sessions_per_connection: args.max_sessions_per_connection,
         idle_timeout: Duration::from_secs_f64(idle_timeout),
+        max_memory: parse_size(&args.max_memory)?,
+    };
+    let connections = fronts::listen::ConnectionLimits {
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
     };
     let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
@@ -610,7 +691,7 @@ fn mcp(
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
     match http {
         None => fronts::mcp::serve_stdio(engine, config).map_err(anyhow::Error::msg)?,
-        Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, |bound| {
+        Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, connections, |bound| {
             eprintln!("rsandbox mcp: listening on http://{bound}/mcp");
         })
         .map_err(anyhow::Error::msg)?,
