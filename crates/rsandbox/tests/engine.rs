@@ -771,3 +771,18 @@ fn between_requests_nothing_of_the_sandbox_runs() {
     assert!(delta("thread") < 300.0, "the thread ran between requests: {before} then {after}");
     assert!(delta("chain") < 10.0, "the chain outlived its request: {before} then {after}");
 }
+
+#[test]
+fn streamed_messages_count_against_the_output_limit() {
+    let limited = EvalOptions { max_output: 100_000, ..EvalOptions::default() };
+    let s = engine().session(limited, vec![]).unwrap();
+    let mut streamed = 0usize;
+    let mut on_event = |e: rsandbox::Event<'_>| match e {
+        rsandbox::Event::Output { text, .. } => streamed += text.len(),
+    };
+    // 10 MB of messages: each one is small, and each is streamed as it is signalled.
+    let code = "for (i in 1:10000) message(strrep('m', 1000))";
+    let r = s.execute_streaming(code, &quick(), Some(&mut on_event)).unwrap();
+    assert_eq!(r.outcome, Outcome::OutputLimit, "{:?}", r.outcome);
+    assert!(streamed <= 100_000, "{streamed} bytes streamed past a 100 kB limit");
+}

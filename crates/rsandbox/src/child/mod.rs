@@ -139,6 +139,9 @@ struct Execution {
     interrupt_on_timeout: bool,
     /// Bytes of stdout and stderr already streamed.
     streamed: [usize; 2],
+    /// Bytes of messages and warnings streamed as they were signalled: they count
+    /// against the output limit as they arrive, as captured output does.
+    streamed_reports: usize,
     /// When the meter reads the sandbox next.
     next_sample: Instant,
     cpu_limit_ms: Option<u64>,
@@ -297,6 +300,7 @@ impl SandboxChild {
             timed_out: false,
             interrupt_on_timeout: false,
             streamed: [0, 0],
+            streamed_reports: 0,
             next_sample: start,
             cpu_limit_ms: self.cpu_limit.map(|s| s.saturating_mul(1000)),
             memory_limit: self.memory_limit,
@@ -425,6 +429,7 @@ impl SandboxChild {
             timed_out: false,
             interrupt_on_timeout: request.interrupt_on_timeout,
             streamed: [0, 0],
+            streamed_reports: 0,
             next_sample: start,
             cpu_limit_ms: request.cpu_limit.map(|s| s.saturating_mul(1000)),
             memory_limit: request.memory_limit,
@@ -756,7 +761,14 @@ impl SandboxChild {
                     run.evaluated = Some(answer)
                 }
                 Ok(Some(ChildReport::Output { stream, text })) => match OutputStream::from_child(&stream) {
-                    Some(stream) => emit(Event::Output { stream, text: &text }),
+                    Some(_) if self.output.kept() + run.streamed_reports + text.len() > run.max_output => {
+                        self.stop(run, KillReason::OutputLimit);
+                        break;
+                    }
+                    Some(stream) => {
+                        run.streamed_reports += text.len();
+                        emit(Event::Output { stream, text: &text })
+                    }
                     None => {
                         run.protocol_error = Some(format!("output on an unknown stream {stream:?}"));
                         break;
