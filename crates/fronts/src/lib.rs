@@ -17,7 +17,6 @@
 pub mod auth;
 #[cfg(feature = "http")]
 pub mod http;
-pub mod ids;
 #[cfg(feature = "lint")]
 pub mod lint;
 #[cfg(any(feature = "mcp", feature = "http"))]

@@ -219,7 +219,7 @@ impl Registry {
             }
         }
         let session = self.engine.session(options.clone(), vec![]).map_err(|e| e.to_string())?;
-        let id = crate::ids::session_id();
+        let id = session.id().to_string();
         let entry = Entry {
             session: Arc::new(session),
             options,

@@ -425,7 +425,7 @@ impl Server {
             },
         };
         let session = session.map_err(|e| (error_code(&e), e.to_string()))?;
-        let sid = crate::ids::session_id();
+        let sid = session.id().to_string();
         *session_id.lock().expect("sid") = sid.clone();
         self.sessions.lock().expect("sessions").insert(sid.clone(), Arc::new(session));
         Ok((sid, warnings))

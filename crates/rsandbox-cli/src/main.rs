@@ -248,13 +248,13 @@ impl NodeArg {
     fn apply(&self) -> Result<(), u8> {
         let chosen = match &self.node_id {
             Some(tag) => Some(tag.clone()),
-            None => fronts::ids::node_from_env().map_err(|e| {
+            None => rsandbox::ids::node_from_env().map_err(|e| {
                 eprintln!("rsandbox: RSANDBOX_NODE_ID: {e}");
                 EXIT_BAD_INPUT
             })?,
         };
         if let Some(tag) = chosen {
-            fronts::ids::set_node(&tag).map_err(|e| {
+            rsandbox::ids::set_node(&tag).map_err(|e| {
                 eprintln!("rsandbox: --node-id: {e}");
                 EXIT_BAD_INPUT
             })?;

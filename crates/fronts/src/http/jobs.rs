@@ -60,7 +60,7 @@ impl Jobs {
 
     /// A new running job of `owner`.
     pub fn start(&self, owner: &str) -> JobView {
-        let id = crate::ids::job_id();
+        let id = rsandbox::ids::job_id();
         let view = JobView { job: id.clone(), state: JobState::Running, result: None, error: None };
         let mut jobs = self.jobs.lock().expect("jobs");
         self.prune(&mut jobs, owner);

@@ -234,8 +234,8 @@ impl AppState {
                 "this token holds {held} sessions (its limit); delete one first"
             ))));
         }
-        let id = crate::ids::session_id();
-        tracing::info!(session = %id, engine_session = session.id(), "session opened");
+        let id = session.id().to_string();
+        tracing::info!(session = %id, "session opened");
         let entry = SessionEntry {
             session,
             bridge,

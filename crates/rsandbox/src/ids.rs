@@ -95,6 +95,12 @@ pub fn session_id() -> String {
     format!("s-{}-{}", node(), random_hex())
 }
 
+/// A new id for anything else the engine names in its audit log (`e` an evaluation,
+/// `p` a pool, …): `<prefix>-<node>-<32 hex>`.
+pub fn other_id(prefix: &str) -> String {
+    format!("{prefix}-{}-{}", node(), random_hex())
+}
+
 /// A new job id: `j-<node>-<32 hex>`.
 pub fn job_id() -> String {
     format!("j-{}-{}", node(), random_hex())
