@@ -755,7 +755,7 @@ fn between_requests_nothing_of_the_sandbox_runs() {
     let steps = "unlist(.C('rsb_steps', thread = 0, chain = 0)[c('thread', 'chain')])";
     let started = s
         .execute(
-            &format!("dyn.load(file.path(getwd(), 'lingering.so')); stopifnot(.C('rsb_start', 0L)[[1]] == 1L); Sys.sleep(0.3); {steps}"),
+            &format!("dyn.load(file.path(getwd(), 'lingering.so')); stopifnot(.C('rsb_start', 0L)[[1]] == 1L); Sys.sleep(0.5); {steps}"),
             &quick(),
         )
         .unwrap();
@@ -765,11 +765,14 @@ fn between_requests_nothing_of_the_sandbox_runs() {
     assert_eq!(later.outcome, Outcome::Ok, "{later:?}");
     let (before, after) = (&started.value, &later.value);
     let delta = |key: &str| after[key].as_f64().unwrap() - before[key].as_f64().unwrap();
-    assert!(before["thread"].as_f64().unwrap() > 50.0, "the thread ran during the request: {before}");
-    assert!(before["chain"].as_f64().unwrap() > 50.0, "the chain ran during the request: {before}");
+    // They ran during the request (slowly on a busy machine: a fork is costly there).
+    assert!(before["thread"].as_f64().unwrap() > 20.0, "the thread ran during the request: {before}");
+    assert!(before["chain"].as_f64().unwrap() > 3.0, "the chain ran during the request: {before}");
     // 1.5 s between the requests: ~1500 steps of the thread had it run then.
     assert!(delta("thread") < 300.0, "the thread ran between requests: {before} then {after}");
-    assert!(delta("chain") < 10.0, "the chain outlived its request: {before} then {after}");
+    // A chain that made k steps in the 0.5 s of the request makes ~3k in 1.5 s.
+    let chain_rate = before["chain"].as_f64().unwrap();
+    assert!(delta("chain") < chain_rate.min(10.0), "the chain outlived its request: {before} then {after}");
 }
 
 #[test]
