@@ -8,8 +8,10 @@
 //! * [`mcp`] (feature `mcp`): a Model Context Protocol server for AI agents;
 //! * [`lint`] (feature `lint`): the advisory tree-sitter lint;
 //! * [`http`] (feature `http`): the HTTP API (`rsandbox serve --http`);
+//! * [`listen`]: the accept loop and body limit of every HTTP listener;
 //! * [`auth`]: token files and the loopback rule shared by the network fronts;
-//! * [`request`]: limits and files as every front accepts them.
+//! * [`request`]: limits and files as every front accepts them;
+//! * [`ids`]: the session and job ids every front hands out.
 #![deny(missing_docs)]
 
 pub mod auth;
@@ -17,6 +19,8 @@ pub mod auth;
 pub mod http;
 #[cfg(feature = "lint")]
 pub mod lint;
+#[cfg(any(feature = "mcp", feature = "http"))]
+pub mod listen;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod request;

@@ -3,12 +3,20 @@
 //! other front.
 //!
 //! Transports: stdio ([`serve_stdio`]) and streamable HTTP ([`serve_http`], loopback
-//! unless a token file is given, see [`crate::auth`]). Over HTTP each MCP session (its
-//! `Mcp-Session-Id`) is a connection with an implicit R session of its own; handles from
-//! `new_session` work from any connection, which is what stateless clients need.
+//! unless a token file is given, see [`crate::auth`]; the accept loop, header timeout
+//! and body limit of [`crate::listen`]). Over HTTP each MCP session (its
+//! `Mcp-Session-Id`) is a connection with an implicit R session of its own.
 //!
-//! Sessions are capped per server and per connection, and a session unused for the
-//! idle timeout is closed (a later call with its handle is told so).
+//! Ownership: a session belongs to the token that made it (`local` without a token
+//! file, and on stdio). A handle from `new_session` works from any connection of that
+//! token (what stateless clients need); a connection's implicit session only from that
+//! connection. Another owner's session is reported exactly as one that never existed.
+//! A connection is bound to the token that initialized it: a request bearing another
+//! token (a borrowed `Mcp-Session-Id`) is refused.
+//!
+//! Sessions are capped per server and per connection, their memory by the server's cap,
+//! and a session unused for the idle timeout is closed (a later call of its owner with
+//! its handle is told so).
 //!
 //! Tools: `run_r` (in this connection's session, created on first use, or in a session
 //! named by a handle), `new_session`, `close_session`, `reset_session`. A result is
@@ -20,6 +28,8 @@
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use rsandbox::{Engine, EngineError, EvalOptions, EvalResult, ExecuteOptions, Outcome, Session};
 use serde::Deserialize;
@@ -39,6 +49,10 @@ pub const MAX_SESSIONS_PER_CONNECTION: usize = 8;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Handles of idle-closed sessions remembered, to say why a handle is gone.
 const REMEMBERED_CLOSED: usize = 256;
+/// Most memory a session may ask for, by default.
+pub const MAX_MEMORY: u64 = 4 << 30;
+/// The owner of every session where no token file names one (stdio, loopback HTTP).
+const LOCAL: &str = "local";
 /// Longest `timeout_s` a call may ask for.
 pub const MAX_TIMEOUT_S: f64 = 300.0;
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
@@ -106,6 +120,8 @@ pub struct McpConfig {
     pub max_sessions_per_connection: usize,
     /// A session unused this long is closed.
     pub idle_timeout: Duration,
+    /// Most memory a session may ask for (`new_session {memory}`); more is refused.
+    pub max_memory: u64,
 }
 
 impl Default for McpConfig {
@@ -114,18 +130,41 @@ impl Default for McpConfig {
             max_sessions: MAX_SESSIONS,
             max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION,
             idle_timeout: IDLE_TIMEOUT,
+            max_memory: MAX_MEMORY,
         }
     }
 }
 
-/// One open session: the limits it was made with (for a reset), its connection, and
+/// Who makes a call: the name of the token it bears (`local` without tokens) and its
+/// connection.
+#[derive(Clone, Debug)]
+struct Owner {
+    token: String,
+    connection: u64,
+}
+
+/// The token name the HTTP front's token check puts into a request's extensions.
+#[derive(Clone, Debug)]
+struct McpCaller(String);
+
+/// One open session: the limits it was made with (for a reset), its owner (a token and
+/// the connection that made it; an implicit session is its connection's alone), and
 /// when it was last used (calls running in it count as use).
 struct Entry {
     session: Arc<Session>,
     options: EvalOptions,
-    owner: u64,
+    token: String,
+    connection: u64,
+    implicit: bool,
     last_used: Instant,
     running: usize,
+}
+
+impl Entry {
+    /// Whether `owner` may use this session; anyone else is told it does not exist.
+    fn belongs_to(&self, owner: &Owner) -> bool {
+        self.token == owner.token && (!self.implicit || self.connection == owner.connection)
+    }
 }
 
 /// Every session of the server, by handle: one owner of the caps and the idle rule.
@@ -136,47 +175,83 @@ struct Registry {
     /// every layer holds.
     missing: Vec<String>,
     open: Mutex<HashMap<String, Entry>>,
-    /// Handles closed for idleness, newest last, with how long they had been idle.
-    idle_closed: Mutex<VecDeque<(String, Duration)>>,
+    /// Handles closed for idleness, newest last, with their token and how long they had
+    /// been idle.
+    idle_closed: Mutex<VecDeque<(String, String, Duration)>>,
     next_connection: AtomicU64,
 }
 
 impl Registry {
-    fn open(&self, owner: u64, options: EvalOptions) -> Result<String, String> {
+    /// A session's options where it asked for nothing: the defaults, within the caps.
+    fn default_options(&self) -> EvalOptions {
+        let defaults = EvalOptions::default();
+        EvalOptions { memory: defaults.memory.map(|m| m.min(self.config.max_memory)), ..defaults }
+    }
+
+    /// The options of a session asking for `memory`: refused above the server's cap
+    /// (never lowered silently).
+    fn asked_options(&self, memory: Option<&str>, cpu_s: Option<u64>) -> Result<EvalOptions, String> {
+        let defaults = self.default_options();
+        let memory = match memory.map(rsandbox::parse_size).transpose() {
+            Ok(None) => defaults.memory,
+            Ok(Some(m)) if m > self.config.max_memory => {
+                return Err(format!(
+                    "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
+                    m >> 20,
+                    self.config.max_memory >> 20
+                ))
+            }
+            Ok(Some(m)) => Some(m),
+            Err(e) => return Err(format!("invalid memory: {e}")),
+        };
+        Ok(EvalOptions { memory, cpu_seconds: cpu_s, ..defaults })
+    }
+
+    fn open(&self, owner: &Owner, options: EvalOptions, implicit: bool) -> Result<String, String> {
         {
             let open = self.open.lock().expect("sessions");
             if open.len() >= self.config.max_sessions {
                 return Err(format!("{} sessions are open on this server (its limit); close one first", open.len()));
             }
-            let mine = open.values().filter(|e| e.owner == owner).count();
+            let mine = open.values().filter(|e| e.connection == owner.connection).count();
             if mine >= self.config.max_sessions_per_connection {
                 return Err(format!("this connection holds {mine} sessions (its limit); close one first"));
             }
         }
         let session = self.engine.session(options.clone(), vec![]).map_err(|e| e.to_string())?;
         let id = session.id().to_string();
-        let entry = Entry { session: Arc::new(session), options, owner, last_used: Instant::now(), running: 0 };
+        let entry = Entry {
+            session: Arc::new(session),
+            options,
+            token: owner.token.clone(),
+            connection: owner.connection,
+            implicit,
+            last_used: Instant::now(),
+            running: 0,
+        };
         self.open.lock().expect("sessions").insert(id.clone(), entry);
         Ok(id)
     }
 
-    /// The session of a handle, marked in use until the guard drops.
-    fn acquire(self: &Arc<Self>, handle: &str) -> Result<InUse, String> {
+    /// The session of a handle, if `owner`'s, marked in use until the guard drops.
+    fn acquire(self: &Arc<Self>, owner: &Owner, handle: &str) -> Result<InUse, String> {
         let mut open = self.open.lock().expect("sessions");
-        match open.get_mut(handle) {
+        match open.get_mut(handle).filter(|e| e.belongs_to(owner)) {
             Some(entry) => {
                 entry.running += 1;
                 entry.last_used = Instant::now();
                 Ok(InUse { registry: self.clone(), handle: handle.to_string(), session: entry.session.clone() })
             }
-            None => Err(self.why_gone(handle)),
+            None => Err(self.why_gone(owner, handle)),
         }
     }
 
-    fn why_gone(&self, handle: &str) -> String {
+    /// Why `owner` cannot reach `handle`: closed for idleness (said only to its own
+    /// token), else unknown, in the same words whether it exists for someone else or not.
+    fn why_gone(&self, owner: &Owner, handle: &str) -> String {
         let closed = self.idle_closed.lock().expect("idle-closed");
-        match closed.iter().rev().find(|(h, _)| h == handle) {
-            Some((_, idle)) => format!(
+        match closed.iter().rev().find(|(h, token, _)| h == handle && *token == owner.token) {
+            Some((_, _, idle)) => format!(
                 "session {handle:?} was closed after {} s without use (the server's idle timeout); start a new one",
                 idle.as_secs()
             ),
@@ -184,21 +259,31 @@ impl Registry {
         }
     }
 
-    fn close(&self, handle: &str) -> bool {
-        self.open.lock().expect("sessions").remove(handle).is_some()
+    /// Close `owner`'s session `handle`; `false` when there is none of theirs.
+    fn close(&self, owner: &Owner, handle: &str) -> bool {
+        let mut open = self.open.lock().expect("sessions");
+        if !open.get(handle).is_some_and(|e| e.belongs_to(owner)) {
+            return false;
+        }
+        let removed = open.remove(handle);
+        drop(open);
+        // The sandbox ends here, outside the lock.
+        removed.is_some()
     }
 
     /// Close every session unused for the idle timeout (none with a call running).
     fn close_idle(&self) {
         let now = Instant::now();
-        let expired: Vec<(String, Duration)> = {
+        let expired: Vec<(String, String, Duration)> = {
             let mut open = self.open.lock().expect("sessions");
             let ids: Vec<String> = open
                 .iter()
                 .filter(|(_, e)| e.running == 0 && now.duration_since(e.last_used) >= self.config.idle_timeout)
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.into_iter().filter_map(|id| open.remove(&id).map(|e| (id, now.duration_since(e.last_used)))).collect()
+            ids.into_iter()
+                .filter_map(|id| open.remove(&id).map(|e| (id, e.token, now.duration_since(e.last_used))))
+                .collect()
         };
         // The sessions themselves end here, outside the lock.
         let mut closed = self.idle_closed.lock().expect("idle-closed");
@@ -227,18 +312,21 @@ impl Drop for InUse {
     }
 }
 
-/// One connection (stdio, or one MCP session over HTTP): its number and its implicit
-/// R session, closed when the connection ends.
+/// One connection (stdio, or one MCP session over HTTP): its number, the token it was
+/// started with (bound at its first request) and its implicit R session, closed when
+/// the connection ends.
 struct Connection {
     id: u64,
     registry: Arc<Registry>,
+    token: std::sync::OnceLock<String>,
     implicit: Mutex<Option<String>>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(handle) = self.implicit.lock().expect("implicit session").take() {
-            self.registry.close(&handle);
+            let removed = self.registry.open.lock().expect("sessions").remove(&handle);
+            drop(removed);
         }
     }
 }
@@ -282,7 +370,12 @@ impl McpServer {
         let id = registry.next_connection.fetch_add(1, Ordering::Relaxed);
         McpServer {
             registry: registry.clone(),
-            connection: Arc::new(Connection { id, registry: registry.clone(), implicit: Mutex::default() }),
+            connection: Arc::new(Connection {
+                id,
+                registry: registry.clone(),
+                token: std::sync::OnceLock::new(),
+                implicit: Mutex::default(),
+            }),
         }
     }
 
@@ -297,9 +390,17 @@ impl McpServer {
         the session was created with less) and output to 16 MB. An R error is reported as an error \
         result; the session keeps its variables. Text beyond 20000 characters is cut, and the result says so."
     )]
-    async fn run_r(&self, Parameters(args): Parameters<RunR>) -> Result<CallToolResult, ErrorData> {
+    async fn run_r(
+        &self,
+        Parameters(args): Parameters<RunR>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.run_r_blocking(args)).await.map_err(internal)?
+        tokio::task::spawn_blocking(move || this.run_r_blocking(&owner, args)).await.map_err(internal)?
     }
 
     #[tool(
@@ -308,18 +409,22 @@ impl McpServer {
         Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). The server caps the sessions open \
         at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
     )]
-    async fn new_session(&self, Parameters(args): Parameters<NewSession>) -> Result<CallToolResult, ErrorData> {
+    async fn new_session(
+        &self,
+        Parameters(args): Parameters<NewSession>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = EvalOptions {
-                memory: match args.memory.as_deref().map(rsandbox::parse_size).transpose() {
-                    Ok(m) => m.or(EvalOptions::default().memory),
-                    Err(e) => return Ok(CallToolResult::error(vec![Content::text(format!("invalid memory: {e}"))])),
-                },
-                cpu_seconds: args.cpu_s,
-                ..EvalOptions::default()
+            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu_s) {
+                Ok(o) => o,
+                Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
             };
-            match this.registry.open(this.connection.id, options) {
+            match this.registry.open(&owner, options, false) {
                 Ok(id) => {
                     let mut result = CallToolResult::success(vec![Content::text(id.clone())]);
                     result.structured_content = Some(json!({"session": id}));
@@ -336,11 +441,24 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false),
         description = "Close an R session (its variables and files are gone)."
     )]
-    async fn close_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
-        Ok(match self.registry.close(&args.session) {
-            true => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
-            false => CallToolResult::error(vec![Content::text(self.registry.why_gone(&args.session))]),
+    async fn close_session(
+        &self,
+        Parameters(args): Parameters<SessionHandle>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            Ok(match this.registry.close(&owner, &args.session) {
+                true => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
+                false => CallToolResult::error(vec![Content::text(this.registry.why_gone(&owner, &args.session))]),
+            })
         })
+        .await
+        .map_err(internal)?
     }
 
     #[tool(
@@ -349,8 +467,16 @@ impl McpServer {
         running in a session, as Ctrl-C would: that run_r call returns \"interrupted\" and the session keeps its \
         variables (code stuck in native code for 2 s more is stopped and the session reset)."
     )]
-    async fn interrupt(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
-        let session = match self.session_for(args.session) {
+    async fn interrupt(
+        &self,
+        Parameters(args): Parameters<MaybeSession>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
+        let session = match self.session_for(&owner, args.session) {
             Ok(s) => s,
             Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
         };
@@ -363,10 +489,19 @@ impl McpServer {
         description = "List the files in a session's \
         working directory (path and size in bytes)."
     )]
-    async fn list_files(&self, Parameters(args): Parameters<MaybeSession>) -> Result<CallToolResult, ErrorData> {
+    async fn list_files(
+        &self,
+        Parameters(args): Parameters<MaybeSession>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let listed = this.session_for(args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
+            let listed =
+                this.session_for(&owner, args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
             Ok(match listed {
                 Ok((files, truncated)) => {
                     let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
@@ -392,11 +527,20 @@ impl McpServer {
         description = "Read a file from a session's \
         working directory: text (at most 20000 characters shown), or base64 when it is not UTF-8."
     )]
-    async fn read_file(&self, Parameters(args): Parameters<FilePath>) -> Result<CallToolResult, ErrorData> {
+    async fn read_file(
+        &self,
+        Parameters(args): Parameters<FilePath>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read =
-                this.session_for(args.session).and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
+            let read = this
+                .session_for(&owner, args.session)
+                .and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -423,11 +567,19 @@ impl McpServer {
         description = "Write a \
         text file into a session's working directory (parent directories are created; an existing file is replaced)."
     )]
-    async fn write_file(&self, Parameters(args): Parameters<WriteFile>) -> Result<CallToolResult, ErrorData> {
+    async fn write_file(
+        &self,
+        Parameters(args): Parameters<WriteFile>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let written = this
-                .session_for(args.session)
+                .session_for(&owner, args.session)
                 .and_then(|s| s.session.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
             Ok(match written {
                 Ok(size) => {
@@ -444,20 +596,44 @@ impl McpServer {
         annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false),
         description = "Reset an R session to a fresh, empty R (same handle, same limits)."
     )]
-    async fn reset_session(&self, Parameters(args): Parameters<SessionHandle>) -> Result<CallToolResult, ErrorData> {
+    async fn reset_session(
+        &self,
+        Parameters(args): Parameters<SessionHandle>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(&ctx) {
+            Ok(o) => o,
+            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let registry = &this.registry;
-            let options = registry.open.lock().expect("sessions").get(&args.session).map(|e| e.options.clone());
+            let options = registry
+                .open
+                .lock()
+                .expect("sessions")
+                .get(&args.session)
+                .filter(|e| e.belongs_to(&owner))
+                .map(|e| e.options.clone());
             let Some(options) = options else {
-                return Ok(CallToolResult::error(vec![Content::text(registry.why_gone(&args.session))]));
+                return Ok(CallToolResult::error(vec![Content::text(registry.why_gone(&owner, &args.session))]));
             };
             match registry.engine.session(options, vec![]) {
                 Ok(fresh) => {
-                    if let Some(entry) = registry.open.lock().expect("sessions").get_mut(&args.session) {
-                        entry.session = Arc::new(fresh);
-                        entry.last_used = Instant::now();
+                    let old = match registry.open.lock().expect("sessions").get_mut(&args.session) {
+                        Some(entry) if entry.belongs_to(&owner) => {
+                            entry.last_used = Instant::now();
+                            Some(std::mem::replace(&mut entry.session, Arc::new(fresh)))
+                        }
+                        _ => None,
+                    };
+                    // The old sandbox ends here, outside the lock.
+                    if old.is_none() {
+                        return Ok(CallToolResult::error(vec![Content::text(
+                            registry.why_gone(&owner, &args.session),
+                        )]));
                     }
+                    drop(old);
                     Ok(CallToolResult::success(vec![Content::text(format!("session {} reset", args.session))]))
                 }
                 Err(e) => Ok(CallToolResult::error(vec![Content::text(e.to_string())])),
@@ -471,28 +647,44 @@ impl McpServer {
 impl McpServer {
     /// The session a call names, or this connection's own (created on first use),
     /// marked in use for the call.
-    fn session_for(&self, handle: Option<String>) -> Result<InUse, String> {
+    fn session_for(&self, owner: &Owner, handle: Option<String>) -> Result<InUse, String> {
         let handle = match handle {
             Some(h) => h,
             None => {
                 let mut own = self.connection.implicit.lock().expect("implicit session");
                 match own.as_ref().filter(|h| self.registry.open.lock().expect("sessions").contains_key(*h)) {
                     Some(h) => h.clone(),
-                    None => own.insert(self.registry.open(self.connection.id, EvalOptions::default())?).clone(),
+                    None => own.insert(self.registry.open(owner, self.registry.default_options(), true)?).clone(),
                 }
             }
         };
-        self.registry.acquire(&handle)
+        self.registry.acquire(owner, &handle)
     }
 
-    fn run_r_blocking(&self, args: RunR) -> Result<CallToolResult, ErrorData> {
+    /// Who makes the call in `ctx`: the token the HTTP front checked (`local` without
+    /// tokens, and on stdio) on this connection. The connection is bound to the token
+    /// of its first request; a request bearing another token is refused.
+    fn owner(&self, ctx: &RequestContext<RoleServer>) -> Result<Owner, String> {
+        let presented = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<McpCaller>())
+            .map_or_else(|| LOCAL.to_string(), |c| c.0.clone());
+        let bound = self.connection.token.get_or_init(|| presented.clone());
+        if *bound != presented {
+            return Err("this MCP session was started with another token; start your own".to_string());
+        }
+        Ok(Owner { token: presented, connection: self.connection.id })
+    }
+
+    fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
         let timeout = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
         if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_TIMEOUT_S) {
             return Ok(CallToolResult::error(vec![Content::text(format!(
                 "timeout_s must be above 0 and at most {MAX_TIMEOUT_S}"
             ))]));
         }
-        let session = match self.session_for(args.session) {
+        let session = match self.session_for(owner, args.session) {
             Ok(s) => s,
             Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
         };
@@ -608,6 +800,18 @@ impl McpServer {
 
 #[tool_handler(router = self.router())]
 impl ServerHandler for McpServer {
+    /// Binds the connection to the token of its `initialize` request, then answers as
+    /// the SDK does.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        self.owner(&context).map_err(|why| ErrorData::invalid_request(why, None))?;
+        context.peer.set_peer_info(request);
+        Ok(self.get_info())
+    }
+
     fn get_info(&self) -> ServerInfo {
         let profile = &self.registry.engine.config().profile;
         let programs = if profile.exec.is_empty() {
@@ -689,13 +893,17 @@ pub fn serve_stdio(engine: Engine, config: McpConfig) -> Result<(), String> {
 
 /// Serve MCP over streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM. Without
 /// `tokens` only a loopback address is accepted; with them every request needs
-/// `Authorization: Bearer TOKEN`. `ready` is called with the bound address (port 0
+/// `Authorization: Bearer TOKEN`. Connections are served by the accept loop every HTTP
+/// front shares ([`crate::listen`]): the header (and keep-alive idle) timeout of
+/// `connections`, bodies over [`crate::listen::MAX_BODY`] refused with 413, and the
+/// grace period at the stop signal. `ready` is called with the bound address (port 0
 /// picks one) once the server accepts connections.
 pub fn serve_http(
     engine: Engine,
     addr: std::net::SocketAddr,
     tokens: Option<crate::auth::Tokens>,
     config: McpConfig,
+    connections: crate::listen::ConnectionLimits,
     ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), String> {
     use rmcp::transport::streamable_http_server::{
@@ -704,7 +912,7 @@ pub fn serve_http(
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
     let missing = verify(&engine)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let registry = McpServer::registry_with(engine, config, missing);
         spawn_idle_reaper(&registry);
         let mut http_config = StreamableHttpServerConfig::default();
@@ -722,8 +930,19 @@ pub fn serve_http(
             http_config,
         );
         let tokens = Arc::new(tokens);
-        let router =
-            axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(move |request, next| {
+        // Outermost first: the token check (401 before any body is read), then the
+        // body limit (rmcp reads a body whole, without one).
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .fallback(|| async {
+                crate::listen::json_error(
+                    axum::http::StatusCode::NOT_FOUND,
+                    "not_found",
+                    "no such route: MCP is at /mcp",
+                )
+            })
+            .layer(axum::middleware::from_fn(crate::listen::limit_body))
+            .layer(axum::middleware::from_fn(move |request, next| {
                 let tokens = tokens.clone();
                 async move { authorize(&tokens, request, next).await }
             }));
@@ -731,33 +950,37 @@ pub fn serve_http(
             tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                crate::shutdown::stop_signal().await;
-                shutdown.cancel();
-            })
-            .await
-            .map_err(|e| e.to_string())
-    })
+        let stop = async move {
+            crate::shutdown::stop_signal().await;
+            shutdown.cancel();
+        };
+        crate::listen::run(listener, router, connections, stop).await;
+        Ok(())
+    });
+    // Blocking work past the grace period is not waited for.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    served
 }
 
-/// Every request carries a token of the file, when there is one: 401 otherwise.
+/// Every request carries a token of the file, when there is one: 401 otherwise. The
+/// token's name goes into the request for the tools (sessions are the token's).
 async fn authorize(
     tokens: &Option<crate::auth::Tokens>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(tokens) = tokens {
         let presented = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        if presented.and_then(|h| tokens.check_bearer(h)).is_none() {
+        let Some(name) = presented.and_then(|h| tokens.check_bearer(h)).map(str::to_string) else {
             return (
                 axum::http::StatusCode::UNAUTHORIZED,
                 [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
                 axum::Json(json!({"error": {"code": "unauthorized", "message": "a valid bearer token is required"}})),
             )
                 .into_response();
-        }
+        };
+        request.extensions_mut().insert(McpCaller(name));
     }
     next.run(request).await
 }

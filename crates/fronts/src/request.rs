@@ -85,7 +85,7 @@ pub fn error_code(e: &EngineError) -> &'static str {
         EngineError::Input(_) => "bad_input",
         EngineError::Busy(_) => "busy",
         EngineError::AcquireTimeout(_) | EngineError::Capacity(_) => "busy",
-        EngineError::Setup(_) => "sandbox_setup_failed",
+        EngineError::Setup(_) | EngineError::LayerRefused { .. } => "sandbox_setup_failed",
         _ => "engine_error",
     }
 }

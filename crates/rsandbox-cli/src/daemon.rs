@@ -317,18 +317,37 @@ fn peer_is(stream: &UnixStream, uid: u32) -> bool {
 }
 
 /// `rsandbox daemon --stop`: end every daemon of this user (they finish what they run).
+/// A daemon is found by its socket, and the process signalled is the one the kernel
+/// names as the socket's listener (`SO_PEERCRED`, checked to be this user's), never a pid
+/// read from a file: a stale pid file may name a process that reused the pid.
 pub fn stop_all() -> anyhow::Result<u8> {
     let dir = runtime_dir().map_err(anyhow::Error::msg)?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
     let mut stopped = 0;
     for entry in std::fs::read_dir(&dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "pid") {
-            let pid: i32 = std::fs::read_to_string(&path)?.trim().parse()?;
-            // SAFETY: a signal to a pid this user's daemon wrote; SIGTERM ends it.
-            if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
-                stopped += 1;
+        let socket = entry?.path();
+        if socket.extension().is_none_or(|e| e != "sock") {
+            continue;
+        }
+        let listener = UnixStream::connect(&socket)
+            .ok()
+            .and_then(|stream| rustix::net::sockopt::socket_peercred(stream.as_fd()).ok())
+            .filter(|cred| cred.uid.as_raw() == me)
+            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid.as_raw_pid()));
+        match listener {
+            Some(pid) => {
+                let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+                    .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
+                if ended.is_ok() {
+                    stopped += 1;
+                }
             }
-            std::fs::remove_file(&path).ok();
+            // Nobody listens: what is left of a daemon that died. Nothing to signal.
+            None => {
+                std::fs::remove_file(&socket).ok();
+                std::fs::remove_file(socket.with_extension("pid")).ok();
+            }
         }
     }
     eprintln!("rsandbox: stopped {stopped} daemon(s)");

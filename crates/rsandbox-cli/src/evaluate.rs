@@ -73,7 +73,7 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     let mut result = match answer {
         Some(daemon::Answer::Result(result)) => *result,
         Some(daemon::Answer::Refused { code, message }) => {
-            eprintln!("rsandbox: {message}");
+            eprintln!("rsandbox: {}", crate::terminal::inert_on_stderr(&crate::with_remedy(message)));
             return Ok(if code == "bad_input" { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED });
         }
         None => {
@@ -96,7 +96,7 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
         result.files.clear();
     }
     if json {
-        println!("{}", serde_json::to_string(&result)?);
+        out!("{}", serde_json::to_string(&result)?);
     } else {
         write_plots(io.plots.as_deref().unwrap_or(Path::new(".")), &result)?;
         print_like_rscript(&result, &options)?;

@@ -4,6 +4,23 @@
 //! 5 memory limit, 6 output limit, 7 file-size limit, 8 process limit, 9 violation,
 //! 10 crashed, 11 the sandbox could not be set up (fail closed).
 
+/// `println!` that returns the write's error (a closed pipe is an error to report
+/// quietly, not a panic).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
+/// `print!`, returning the write's error as [`out!`] does.
+macro_rules! out_no_newline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)?
+    }};
+}
+
 mod daemon;
 mod evaluate;
 mod terminal;
@@ -102,6 +119,8 @@ enum Command {
         #[arg(long)]
         prefork: Option<usize>,
         #[command(flatten)]
+        node: NodeArg,
+        #[command(flatten)]
         engine: EngineArgs,
     },
     /// Report calls that deserve a reviewer's attention (advisory; nothing is run).
@@ -133,9 +152,21 @@ enum Command {
         /// Seconds a session may go unused before it is closed.
         #[arg(long, default_value_t = fronts::mcp::IDLE_TIMEOUT.as_secs_f64())]
         idle_timeout: f64,
+        /// Most memory a session may ask for (new_session's memory; e.g. 4G).
+        #[arg(long, default_value = "4G")]
+        max_memory: String,
+        /// Seconds a client has to send a request's headers; also how long a kept-alive
+        /// connection may sit idle (--http).
+        #[arg(long, default_value_t = 30, requires = "http")]
+        header_timeout: u64,
+        /// Seconds running requests get to finish after SIGTERM (--http).
+        #[arg(long, default_value_t = 30, requires = "http")]
+        shutdown_grace: u64,
         /// Children kept forked and locked down ahead of requests (default: one per core).
         #[arg(long)]
         prefork: Option<usize>,
+        #[command(flatten)]
+        node: NodeArg,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -201,6 +232,35 @@ pub(crate) struct LimitArgs {
     /// Largest stdout + stderr + result accepted (e.g. 1M).
     #[arg(long)]
     max_output: Option<String>,
+}
+
+/// The node tag in session and job ids (for a load balancer's routing).
+#[derive(Args, Clone)]
+pub(crate) struct NodeArg {
+    /// The node tag in session and job ids (`s-NODE-…`), 1-32 characters of a-z, 0-9
+    /// and '-' (default: RSANDBOX_NODE_ID, else the host name, sanitized).
+    #[arg(long, value_name = "TAG")]
+    node_id: Option<String>,
+}
+
+impl NodeArg {
+    /// Fix the node tag before anything is served; a bad one is bad input (exit 2).
+    fn apply(&self) -> Result<(), u8> {
+        let chosen = match &self.node_id {
+            Some(tag) => Some(tag.clone()),
+            None => rsandbox::ids::node_from_env().map_err(|e| {
+                eprintln!("rsandbox: RSANDBOX_NODE_ID: {e}");
+                EXIT_BAD_INPUT
+            })?,
+        };
+        if let Some(tag) = chosen {
+            rsandbox::ids::set_node(&tag).map_err(|e| {
+                eprintln!("rsandbox: --node-id: {e}");
+                EXIT_BAD_INPUT
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// Server-side caps of `serve --http`.
@@ -379,6 +439,38 @@ impl EngineArgs {
     }
 }
 
+/// As a process killed by SIGPIPE reports itself to a shell (128 + 13).
+const EXIT_BROKEN_PIPE: u8 = 141;
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// An error message as a CLI user reads it: with the flag that runs without a layer the
+/// environment refused. The engine's error (`EngineError::LayerRefused`) says what is kept
+/// without it, in the same words wherever it travels (through a front's error string or
+/// the daemon's protocol), so the message is where the layer is recognised.
+pub fn with_remedy(message: impl std::fmt::Display) -> String {
+    let message = message.to_string();
+    match rsandbox::RefusedLayer::ALL.into_iter().find(|l| message.contains(l.consequence())) {
+        Some(layer) => format!("{message}{}", remedy(layer)),
+        None => message,
+    }
+}
+
+/// How a CLI user runs without a layer the environment refuses (the engine's error says
+/// what is kept; the flags are this front's).
+fn remedy(layer: rsandbox::RefusedLayer) -> &'static str {
+    match layer {
+        rsandbox::RefusedLayer::Namespaces | rsandbox::RefusedLayer::PrivateRoot => {
+            ": run with --no-namespaces; `rsandbox check --no-namespaces` shows what you get"
+        }
+        rsandbox::RefusedLayer::Landlock => {
+            ": run with --best-effort; `rsandbox check --best-effort` shows what you get"
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -395,13 +487,37 @@ fn main() -> ExitCode {
             }
         }
         Command::Exec { limits, engine, json, command } => exec(&command, &limits, &engine, json),
-        Command::Serve { stdio: _, http, token_file, caps, prefork, engine } => {
-            serve(&engine, prefork, http, token_file, &caps)
-        }
+        Command::Serve { stdio: _, http, token_file, caps, prefork, node, engine } => match node.apply() {
+            Ok(()) => serve(&engine, prefork, http, token_file, &caps),
+            Err(code) => Ok(code),
+        },
         Command::Lint { file, json } => lint(read_source(&file), json),
-        Command::Mcp { http, token_file, max_sessions, max_sessions_per_connection, idle_timeout, prefork, engine } => {
-            mcp(&engine, prefork, http, token_file, max_sessions, max_sessions_per_connection, idle_timeout)
-        }
+        Command::Mcp {
+            http,
+            token_file,
+            max_sessions,
+            max_sessions_per_connection,
+            idle_timeout,
+            max_memory,
+            header_timeout,
+            shutdown_grace,
+            prefork,
+            node,
+            engine,
+        } => match node.apply() {
+            Ok(()) => {
+                let config = McpArgs {
+                    max_sessions,
+                    max_sessions_per_connection,
+                    idle_timeout,
+                    max_memory,
+                    header_timeout,
+                    shutdown_grace,
+                };
+                mcp(&engine, prefork, http, token_file, &config)
+            }
+            Err(code) => Ok(code),
+        },
         Command::Daemon { stop: true, .. } => daemon::stop_all(),
         Command::Daemon { name: Some(name), engine, .. } => daemon::serve(&name, engine.config()),
         Command::Daemon { .. } => {
@@ -412,8 +528,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader of our output went away (`rsandbox eval … | head`): nothing to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_BROKEN_PIPE),
         Err(e) => {
-            eprintln!("rsandbox: {e:#}");
+            // An error may quote what the sandbox chose (a file name under --output).
+            eprintln!("rsandbox: {}", terminal::inert_on_stderr(&with_remedy(format!("{e:#}"))));
             let input = e.downcast_ref::<rsandbox::InputError>().is_some()
                 || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
             ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
@@ -430,7 +549,7 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     let options = limits.options(&config.profile)?;
     let learned = rsandbox::learn::learn(&config, &code, &options)?;
     for note in &learned.notes {
-        eprintln!("rsandbox learn: {note}");
+        eprintln!("rsandbox learn: {}", terminal::inert_on_stderr(note));
     }
     // Code that ran to the end only because learning refused its forbidden calls still
     // gets its profile (naming those calls), with exit 1.
@@ -439,7 +558,7 @@ fn learn(file: &PathBuf, limits: &LimitArgs, engine: &EngineArgs) -> anyhow::Res
     }
     // What is printed must load: checked here, not by the next reader.
     learned.profile()?;
-    print!("{}", learned.to_toml());
+    out_no_newline!("{}", learned.to_toml());
     Ok(if learned.succeeded { 0 } else { 1 })
 }
 
@@ -518,14 +637,24 @@ fn exec(command: &[String], limits: &LimitArgs, engine: &EngineArgs, json: bool)
 fn lint(code: anyhow::Result<String>, json: bool) -> anyhow::Result<u8> {
     let findings = fronts::lint::lint(&code?);
     if json {
-        println!("{}", serde_json::to_string(&findings)?);
+        out!("{}", serde_json::to_string(&findings)?);
     } else {
         for f in &findings {
             let concern = serde_json::to_value(f.concern)?;
-            println!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
+            out!("{}:{}: {} ({})", f.line, f.column, f.call, concern.as_str().unwrap_or_default());
         }
     }
     Ok(0)
+}
+
+/// `rsandbox mcp`'s server options.
+struct McpArgs {
+    max_sessions: usize,
+    max_sessions_per_connection: usize,
+    idle_timeout: f64,
+    max_memory: String,
+    header_timeout: u64,
+    shutdown_grace: u64,
 }
 
 fn mcp(
@@ -533,22 +662,26 @@ fn mcp(
     prefork: Option<usize>,
     http: Option<std::net::SocketAddr>,
     token_file: Option<PathBuf>,
-    max_sessions: usize,
-    max_sessions_per_connection: usize,
-    idle_timeout: f64,
+    args: &McpArgs,
 ) -> anyhow::Result<u8> {
+    let idle_timeout = args.idle_timeout;
     if !(idle_timeout.is_finite() && idle_timeout > 0.0) {
         eprintln!("rsandbox: --idle-timeout must be a positive number of seconds, got {idle_timeout}");
         return Ok(EXIT_BAD_INPUT);
     }
-    if max_sessions == 0 || max_sessions_per_connection == 0 {
+    if args.max_sessions == 0 || args.max_sessions_per_connection == 0 {
         eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
         return Ok(EXIT_BAD_INPUT);
     }
     let config = fronts::mcp::McpConfig {
-        max_sessions,
-        max_sessions_per_connection,
+        max_sessions: args.max_sessions,
+        max_sessions_per_connection: args.max_sessions_per_connection,
         idle_timeout: Duration::from_secs_f64(idle_timeout),
+        max_memory: parse_size(&args.max_memory)?,
+    };
+    let connections = fronts::listen::ConnectionLimits {
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
     };
     let tokens = match network_access(http, token_file.as_deref()) {
         Ok(tokens) => tokens,
@@ -558,7 +691,7 @@ fn mcp(
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
     match http {
         None => fronts::mcp::serve_stdio(engine, config).map_err(anyhow::Error::msg)?,
-        Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, |bound| {
+        Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, connections, |bound| {
             eprintln!("rsandbox mcp: listening on http://{bound}/mcp");
         })
         .map_err(anyhow::Error::msg)?,
@@ -622,7 +755,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     let (layers, accounting, failure) = match evaluation {
         Ok(r) if r.outcome == Outcome::Ok => (r.layers, r.usage.memory_accounting, None),
         Ok(r) => (r.layers, None, Some(format!("a test evaluation ended {}: {:?}", r.outcome.name(), r.error))),
-        Err(e) => (None, None, Some(e.to_string())),
+        Err(e) => (None, None, Some(with_remedy(e))),
     };
     // How limits are counted: per process by rlimits, and per sandbox by the meter.
     let accounting_json = accounting.map(|memory| {
@@ -656,20 +789,20 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             (Some(l), None) => serde_json::json!({"runs": true, "layers": l, "accounting": accounting_json}),
             (_, why) => serde_json::json!({"runs": false, "error": why}),
         };
-        println!("{value}");
+        out!("{value}");
         return Ok(if failure.is_none() { 0 } else { 1 });
     }
     let yes = |b: bool| if b { "yes" } else { "no" };
-    println!("kernel offers");
-    println!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
-    println!("  seccomp          {}", yes(probe.seccomp));
-    println!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
-    println!(
+    out!("kernel offers");
+    out!("  landlock         ABI {} (rsandbox needs {})", probe.landlock_abi, probe.landlock_required_abi);
+    out!("  seccomp          {}", yes(probe.seccomp));
+    out!("  namespaces       {}", if probe.namespaces { "yes" } else { "refused here" });
+    out!(
         "  running as root  {} {}",
         yes(probe.root),
         if probe.root { "(each sandbox drops to its own uid)" } else { "(sandboxes keep your uid)" }
     );
-    println!(
+    out!(
         "  cgroup v2        {}",
         if probe.cgroup_v2_writable {
             "writable (not used: the meter counts instead)"
@@ -679,14 +812,14 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
     );
     match (&layers, &failure) {
         (Some(l), None) => {
-            println!("an evaluation gets (a real sandbox was started and locked down)");
+            out!("an evaluation gets (a real sandbox was started and locked down)");
             let namespaces = if l.namespaces.is_empty() {
                 "none (no separate network stack; no socket can be created anyway)".to_string()
             } else {
                 l.namespaces.join(", ")
             };
-            println!("  namespaces       {namespaces}");
-            println!(
+            out!("  namespaces       {namespaces}");
+            out!(
                 "  private root     {}",
                 if l.private_root {
                     "yes: host paths do not exist inside"
@@ -694,7 +827,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
                     "no: host paths are visible to stat, Landlock keeps them unreadable"
                 }
             );
-            println!(
+            out!(
                 "  disk quota       {}",
                 l.workspace_quota.map_or(
                     "NOT enforced (no tmpfs without a mount namespace; --fsize still caps each file)".to_string(),
@@ -703,39 +836,39 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             );
             let shared =
                 if engine.uid.is_some() { " for every sandbox (--uid: process limits are shared)" } else { "" };
-            println!(
+            out!(
                 "  identity         {}{shared}",
                 l.identity.map_or("the caller's".to_string(), |i| format!("uid {} gid {}", i.uid, i.gid))
             );
-            println!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
-            println!("  landlock         {:?}", l.landlock);
-            println!("  seccomp          {}", yes(l.seccomp));
-            println!("  no_new_privs, rlimits, clean environment: yes");
+            out!("  priority         {}", l.nice.map_or("inherited".to_string(), |n| format!("nice {n}")));
+            out!("  landlock         {:?}", l.landlock);
+            out!("  seccomp          {}", yes(l.seccomp));
+            out!("  no_new_privs, rlimits, clean environment: yes");
             let memory = match accounting {
                 Some(rsandbox::meter::MemoryAccounting::Pss) => "proportional (PSS: pages shared after fork count once)",
                 _ => "resident (RSS: pages a forked child shares count again; /proc/PID/smaps_rollup is not readable here)",
             };
-            println!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
+            out!("  accounting       per sandbox: CPU and memory of all its processes together, metered every {} ms; memory {memory}", rsandbox::meter::INTERVAL.as_millis());
             let packages = match &profile.packages {
                 None => "every installed package".to_string(),
                 Some(p) => {
                     format!("only {} and their dependencies (the others do not exist in the sandbox)", p.join(", "))
                 }
             };
-            println!(
+            out!(
                 "  profile          {}: {packages}{}",
                 profile.name,
                 if profile.read.is_empty() { String::new() } else { format!("; also reads {:?}", profile.read) }
             );
             if !profile.write.is_empty() {
                 let dirs: Vec<String> = profile.write.iter().map(|p| p.display().to_string()).collect();
-                println!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));
+                out!("  also writable    {} (host directories: no disk quota covers them; later sandboxes and the host read what is written there)", dirs.join(", "));
             }
             if programs.is_empty() {
-                println!("  programs         none (execve is a violation that ends the sandbox)");
+                out!("  programs         none (execve is a violation that ends the sandbox)");
             } else {
                 let names: Vec<String> = programs.iter().map(|p| p.display().to_string()).collect();
-                println!(
+                out!(
                     "  programs         only these may be executed ({}), everything else fails; whatever runs stays inside every \
                      layer above, and the ELF loader among them can run any readable program, as native code in R could: {}",
                     names.len(),
@@ -744,21 +877,21 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             }
             if !profile.libraries.is_empty() {
                 let libraries: Vec<String> = profile.libraries.iter().map(|p| p.display().to_string()).collect();
-                println!("  libraries        also {} (searched first, readable)", libraries.join(", "));
+                out!("  libraries        also {} (searched first, readable)", libraries.join(", "));
             }
             if let Some(functions) = &profile.functions {
-                println!(
+                out!(
                     "  functions        only these {} (code calling anything else is refused before it runs; a convenience \
                      over the kernel's walls, not one of them): {}",
                     functions.len(),
                     functions.join(" ")
                 );
             }
-            println!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
+            out!("strict policy    {}", if strict { "yes" } else { "no (see above)" });
             Ok(0)
         }
         (_, why) => {
-            println!("an evaluation FAILS here: {}", why.as_deref().unwrap_or("unknown"));
+            out!("an evaluation FAILS here: {}", why.as_deref().unwrap_or("unknown"));
             Ok(1)
         }
     }

@@ -23,6 +23,11 @@ impl Terminals {
     }
 }
 
+/// `text` made inert when standard error is a terminal.
+pub(crate) fn inert_on_stderr(text: &str) -> Cow<'_, str> {
+    inert(text, Terminals::detect().stderr)
+}
+
 /// `text` made inert for a terminal when `terminal` is set.
 pub(crate) fn inert(text: &str, terminal: bool) -> Cow<'_, str> {
     let active = |c: char| c.is_control() && c != '\n' && c != '\t';

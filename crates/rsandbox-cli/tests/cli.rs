@@ -447,6 +447,36 @@ both!(
 );
 
 both!(
+    fn a_missing_program_and_an_impossible_disk_quota_are_bad_input(who) {
+        let _g = shared();
+        assert_rejected(who, &["exec", "--", "nosuchprog"], "program \"nosuchprog\" not found");
+        let out = rsandbox(who, &["eval", "--no-daemon", "--disk", "1T", "1"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains("invalid disk: 1048576 MiB is more than this server's"), "{out}");
+    }
+);
+
+/// `rsandbox eval … | head`: the reader went away; no panic, no message, and the status a
+/// process killed by SIGPIPE gives.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let _g = shared();
+    for json in ["", "--json"] {
+        let script = format!(
+            "set -o pipefail; \"$0\" eval --no-daemon {json} \"cat(strrep('x\\n', 1e5)); strrep('y', 1e6)\" | head -c 4 >/dev/null"
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script, binaries().cli.to_str().unwrap()])
+            .env("RSANDBOX_NO_DAEMON", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{json}: {stderr}");
+        assert_eq!(stderr, "", "{json}");
+    }
+}
+
+both!(
     fn code_over_1_mib_is_rejected(who) {
         let _g = shared();
         let mut code = b"x <- 1\n".to_vec();
@@ -1049,3 +1079,26 @@ both!(
         std::fs::remove_dir_all(&dir).ok();
     }
 );
+
+/// An error can quote what the sandbox chose (a file name under --output): on a
+/// terminal its control characters are shown, never sent.
+#[test]
+fn an_error_quoting_sandbox_text_is_inert_on_a_terminal() {
+    let _g = shared();
+    let out_dir = fixture("marker-inert", b"").with_file_name("inert-output");
+    std::fs::remove_dir_all(&out_dir).ok();
+    std::fs::create_dir(&out_dir).unwrap();
+    // The host already has a file where the sandbox's directory would go.
+    std::fs::write(out_dir.join("\u{1b}[2Jz"), "host").unwrap();
+    let command = format!(
+        "RSANDBOX_NO_DAEMON=1 {} eval --output {} \"dir.create('\\\\033[2Jz'); file.create('\\\\033[2Jz/f')\"",
+        binaries().cli.display(),
+        out_dir.display()
+    );
+    let out = std::process::Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("exists and is not a directory"), "{shown:?}");
+    assert!(shown.contains("\\x1b[2Jz"), "shown as an escape: {shown:?}");
+    assert!(!shown.contains('\u{1b}'), "sent raw to the terminal: {shown:?}");
+    std::fs::remove_dir_all(&out_dir).ok();
+}

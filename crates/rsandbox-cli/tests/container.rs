@@ -24,6 +24,7 @@ both!(
         out.assert_code(11);
         assert!(out.stderr.contains("namespace"), "names the missing layer:{out}");
         assert!(out.stderr.contains("--no-namespaces"), "names the option:{out}");
+        assert!(!out.stderr.contains("EngineConfig"), "no Rust API in a CLI user's error:{out}");
     }
 );
 

@@ -206,3 +206,32 @@ both!(
         std::fs::remove_dir_all(&base).ok();
     }
 );
+
+both!(
+    /// What a daemon that died leaves (a socket nobody listens on, a pid file) must not
+    /// make `--stop` signal whatever process now has that pid.
+    fn stop_signals_no_process_named_by_a_stale_pid_file(who) {
+        let base = runtime_base(who, "stale");
+        let dir = base.join("rsandbox");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let socket = dir.join("rsandbox-dead.sock");
+        drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+        let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        std::fs::write(dir.join("rsandbox-dead.pid"), bystander.id().to_string()).unwrap();
+        if who == Who::User {
+            let account = test_user();
+            for path in [&dir, &socket, &dir.join("rsandbox-dead.pid")] {
+                std::os::unix::fs::chown(path, Some(account.uid), Some(account.gid)).unwrap();
+            }
+        }
+        let stop = rsandbox_with(who, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+        stop.assert_code(0);
+        assert!(stop.stderr.contains("stopped 0 daemon(s)"), "{stop}");
+        assert!(bystander.try_wait().unwrap().is_none(), "the process named by the stale pid file was signalled");
+        assert!(!socket.exists(), "the dead daemon's socket is cleaned up");
+        bystander.kill().ok();
+        bystander.wait().ok();
+        std::fs::remove_dir_all(&base).ok();
+    }
+);

@@ -87,6 +87,16 @@ fn over_http_tokens_caps_idle_sessions_and_concurrent_clients() {
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 5, "every check ran:\n{stdout}");
 }
 
+/// Two tokens: a session is its token's (another token's client hears of it exactly
+/// what it hears of a handle that never existed, whatever the tool), an MCP session
+/// cannot be borrowed with another token, new_session's memory is capped, and the
+/// listener's body limit and header timeout hold (`tests/mcp/owner_checks.py`).
+#[test]
+fn over_http_sessions_are_their_tokens_and_the_listener_is_capped() {
+    let stdout = run_python(&[script("owner_checks.py").to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 4, "every check ran:\n{stdout}");
+}
+
 /// `rsandbox serve --http` with a real HTTP client (httpx2 from the same venv): every
 /// endpoint and error path, ownership across tokens, the caps, streaming and tool calls,
 /// jobs, snapshots, request ids in the JSON logs, the per-minute limit, the header and
@@ -95,7 +105,7 @@ fn over_http_tokens_caps_idle_sessions_and_concurrent_clients() {
 fn the_http_api_answers_every_request_with_its_status() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/http/api_checks.py");
     let stdout = run_python(&[script.to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 15, "every check ran:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 17, "every check ran:\n{stdout}");
 }
 
 /// 10 000 requests at 32 connections mixing good evaluations with timeouts, memory and

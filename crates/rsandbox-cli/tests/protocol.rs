@@ -33,12 +33,18 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
-            .args(["serve", "--stdio"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("rsandbox serve starts");
+        Server::start_with(&[], None)
+    }
+
+    /// With more arguments, and `RSANDBOX_NODE_ID` set or removed.
+    fn start_with(args: &[&str], node_env: Option<&str>) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rsandbox"));
+        command.args(["serve", "--stdio"]).args(args);
+        match node_env {
+            Some(tag) => command.env("RSANDBOX_NODE_ID", tag),
+            None => command.env_remove("RSANDBOX_NODE_ID"),
+        };
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("rsandbox serve starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Server { child, stdin, stdout }
@@ -129,6 +135,43 @@ fn eval_session_tools_and_close() {
     assert_eq!(s.recv_id(6)["closed"], true);
     s.send(json!({"id": 7, "op": "session.execute", "session": sid, "code": "x"}));
     assert_eq!(s.recv_id(7)["error"]["code"], "unknown_session");
+}
+
+/// Session ids are unguessable (128 random bits, never `session-1`, `session-2`) and
+/// carry the node tag: `--node-id`, else `RSANDBOX_NODE_ID`; a bad tag is refused.
+#[test]
+fn session_ids_are_random_and_carry_the_node() {
+    let is_id = |id: &str, node: &str| {
+        let hex = id.strip_prefix(&format!("s-{node}-")).unwrap_or("");
+        hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    for (args, env, node) in
+        [(&["--node-id", "eu-west-7"][..], Some("ignored-env"), "eu-west-7"), (&[][..], Some("rack-9"), "rack-9")]
+    {
+        let mut s = Server::start_with(args, env);
+        let mut ids = Vec::new();
+        for id in 1..=3 {
+            s.send(json!({"id": id, "op": "session.create"}));
+            ids.push(s.recv_id(id)["session"].as_str().unwrap().to_string());
+        }
+        assert!(ids.iter().all(|id| is_id(id, node)), "{ids:?}");
+        assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2], "{ids:?}");
+        // The old sequential names are not sessions.
+        s.send(json!({"id": 9, "op": "session.execute", "session": "session-1", "code": "1"}));
+        assert_eq!(s.recv_id(9)["error"]["code"], "unknown_session");
+        s.send(json!({"id": 10, "op": "session.execute", "session": ids[2], "code": "1"}));
+        assert_eq!(s.recv_id(10)["result"]["value"], 1);
+    }
+    for (args, env) in [(&["--node-id", "Bad_Node"][..], None), (&[][..], Some("no spaces"))] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rsandbox"));
+        command.args(["serve", "--stdio"]).args(args).stdin(Stdio::null());
+        if let Some(tag) = env {
+            command.env("RSANDBOX_NODE_ID", tag);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("invalid node id"));
+    }
 }
 
 #[test]

@@ -54,6 +54,14 @@ pub enum InputError {
     /// An invalid package name for preloading.
     #[error("invalid package name {0:?}")]
     BadPackage(String),
+    /// A program to run (`exec`) that does not exist.
+    #[error("program {program:?} not found{where_}")]
+    NoProgram {
+        /// The name given.
+        program: String,
+        /// Where it was looked for, for a bare name.
+        where_: String,
+    },
     /// A workspace file or snapshot request refused (path, size, type).
     #[error("{0}")]
     Workspace(String),
@@ -78,6 +86,15 @@ pub enum EngineError {
     /// The session is running another execute.
     #[error("session {0} is busy with another execute")]
     Busy(String),
+    /// The kernel or the runtime refused a layer that the engine can be configured to run
+    /// without; nothing ran. Fronts add how their users choose that (a CLI flag, …).
+    #[error("the sandbox could not be set up: {error}. {}", layer.consequence())]
+    LayerRefused {
+        /// The layer refused.
+        layer: RefusedLayer,
+        /// What the lockdown reported.
+        error: String,
+    },
     /// The server's budget for sandboxes is spent (the workspace quotas of the live
     /// sandboxes); try again when some have ended.
     #[error("no room for another sandbox: {0}")]
@@ -94,6 +111,43 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A layer this environment refuses, which an engine can be configured to go without.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusedLayer {
+    /// New namespaces (a container runtime's default seccomp profile refuses them):
+    /// `EngineConfig::namespaces = false`.
+    Namespaces,
+    /// Landlock (an old kernel, or a runtime such as gVisor): `EngineConfig::best_effort`.
+    Landlock,
+    /// The private root, which needs `/` to be a mount point (a chroot is not):
+    /// `EngineConfig::namespaces = false`.
+    PrivateRoot,
+}
+
+impl RefusedLayer {
+    /// Every refusable layer.
+    pub const ALL: [RefusedLayer; 3] = [RefusedLayer::Namespaces, RefusedLayer::Landlock, RefusedLayer::PrivateRoot];
+
+    /// What running without the layer keeps, in the engine's terms (no front's option).
+    pub fn consequence(self) -> &'static str {
+        match self {
+            RefusedLayer::Namespaces => {
+                "This environment refuses new namespaces (a container runtime's default seccomp profile does); \
+                 without them every other layer still holds"
+            }
+            RefusedLayer::Landlock => {
+                "This kernel (or runtime, such as gVisor) offers no Landlock; without it the private root, \
+                 seccomp, rlimits and the uid drop still hold"
+            }
+            RefusedLayer::PrivateRoot => {
+                "The root directory is not a mount point, so no private root can be made; without namespaces \
+                 every other layer still holds (host paths stay unreadable, but visible to stat; the workspace \
+                 is a plain directory without a quota)"
+            }
+        }
+    }
 }
 
 impl EngineError {

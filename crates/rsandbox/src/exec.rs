@@ -4,7 +4,7 @@
 //! `lockdown::command`); any other is a violation that ends the program.
 
 use crate::child::signal_name;
-use crate::errors::EngineError;
+use crate::errors::{EngineError, InputError};
 use crate::options::{EngineConfig, EvalOptions};
 use crate::r_policy::{base_environment, base_policy};
 use crate::result::{ExitStatus, Outcome, Usage};
@@ -38,11 +38,10 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
     } else {
         ["/usr/local/bin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join(program)).collect()
     };
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .and_then(|p| p.canonicalize().ok())
-        .ok_or_else(|| EngineError::Setup(format!("program {program:?} not found")))
+    candidates.iter().find(|p| p.is_file()).and_then(|p| p.canonicalize().ok()).ok_or_else(|| {
+        let where_ = if program.contains('/') { String::new() } else { " in /usr/local/bin, /usr/bin or /bin".into() };
+        EngineError::Input(InputError::NoProgram { program: program.into(), where_ })
+    })
 }
 
 /// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line. Reads only the

@@ -253,11 +253,7 @@ fn steps_from_report(
     }
     for refused in &report.refused_files {
         let path = Path::new(&refused.path);
-        // Kernel and runtime state (/proc, /sys, /dev, /run): probed by R, shells and
-        // libc on every run, needed by none of them, never learned.
-        if KERNEL_STATE.iter().any(|p| path.starts_with(p))
-            || !tried.insert(format!("{:?} {}", refused.access, refused.path))
-        {
+        if !tried.insert(format!("{:?} {}", refused.access, refused.path)) {
             continue;
         }
         // Landlock judges the file a path leads to (a link into /etc is judged in /etc):
@@ -270,6 +266,13 @@ fn steps_from_report(
         };
         // A path that exists nowhere on the host is the code's own error.
         let Some(target) = target else { continue };
+        // Everything below judges the resolved path, the one that would be learned
+        // (`/usr/../dev/shm/x` is /dev/shm/x). Kernel and runtime state (/proc, /sys,
+        // /dev with the terminals, /run): probed by R, shells and libc on every run,
+        // needed by none of them, never learned.
+        if is_kernel_state(path) || is_kernel_state(&target) {
+            continue;
+        }
         if let Some(why) = never_learned(&target) {
             skipped.push(format!(
                 "it was refused {} ({why}): not learned; add it by hand if the code needs it",
@@ -320,6 +323,17 @@ fn steps_from_report(
 /// Trees of kernel and runtime state: never learned, and not worth a note.
 const KERNEL_STATE: [&str; 4] = ["/proc", "/sys", "/dev", "/run"];
 
+fn is_kernel_state(path: &Path) -> bool {
+    KERNEL_STATE.iter().any(|p| path.starts_with(p))
+}
+
+/// Files in /etc that hold the host's accounts and secrets, matched as name prefixes so
+/// that their backups (`shadow-`, `passwd.bak`) and companions (`sudoers.d`) are too.
+const ACCOUNT_FILES: [&str; 7] = ["passwd", "group", "shadow", "gshadow", "sudoers", "subuid", "subgid"];
+
+/// Directories of the host's keys.
+const SECRET_TREES: [&str; 3] = ["/etc/ssh", "/etc/ssl/private", "/etc/security"];
+
 /// Why a refused path is never added to a profile, if it is not: hidden files and
 /// directories (where credentials and settings live: `~/.ssh`, `~/.aws`, `~/.Renviron`),
 /// and the host's accounts and secrets (a sandbox's uid is in neither). Add such a path
@@ -328,9 +342,15 @@ fn never_learned(path: &Path) -> Option<&'static str> {
     if path.components().any(|c| matches!(c, Component::Normal(name) if name.to_string_lossy().starts_with('.'))) {
         return Some("a hidden file or directory");
     }
-    if ["/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow", "/etc/sudoers"].iter().any(|p| path.starts_with(p))
-    {
-        return Some("the host's accounts");
+    let in_etc = path.strip_prefix("/etc").ok().and_then(|rest| rest.components().next());
+    if let Some(Component::Normal(first)) = in_etc {
+        let first = first.to_string_lossy();
+        if ACCOUNT_FILES.iter().any(|name| first.starts_with(name)) {
+            return Some("the host's accounts");
+        }
+    }
+    if SECRET_TREES.iter().any(|tree| path.starts_with(tree)) {
+        return Some("the host's keys");
     }
     None
 }
@@ -567,5 +587,33 @@ mod tests {
         assert_eq!(read_root(Path::new("/usr/share/zoneinfo")), Some(PathBuf::from("/usr/share/zoneinfo")));
         assert_eq!(never_learned(Path::new("/home/ada/.ssh/id_ed25519")), Some("a hidden file or directory"));
         assert_eq!(never_learned(Path::new("/srv/data/x.csv")), None);
+        // Backups and companions of the account files, as name prefixes.
+        for account in ["/etc/shadow-", "/etc/gshadow-", "/etc/passwd.bak", "/etc/sudoers.d/admins", "/etc/subuid"] {
+            assert_eq!(never_learned(Path::new(account)), Some("the host's accounts"), "{account}");
+        }
+        assert_eq!(never_learned(Path::new("/etc/ssh/ssh_host_ed25519_key")), Some("the host's keys"));
+        assert_eq!(
+            never_learned(Path::new("/etc/grouping.conf")),
+            Some("the host's accounts"),
+            "prefix: err on the safe side"
+        );
+        assert_eq!(never_learned(Path::new("/etc/hostname")), None);
+    }
+
+    #[test]
+    fn the_path_judged_is_the_path_learned() {
+        // Written through `..` (or a link) into kernel state: judged where it leads.
+        let report = LearningReport {
+            refused_files: vec![
+                refused("/usr/../dev/shm", FileAccess::Read),
+                refused("/usr/../proc/self/status", FileAccess::Read),
+                refused("/usr/../dev/null", FileAccess::Write),
+            ],
+            refused_calls: Vec::new(),
+            truncated: false,
+        };
+        let (steps, skipped) = steps_from_report(&report, &mut BTreeSet::new(), "compile", &Profile::strict());
+        assert!(steps.is_empty(), "kernel state learned: {:?}", steps.len());
+        assert!(skipped.is_empty(), "skipped quietly: {skipped:?}");
     }
 }

@@ -31,6 +31,7 @@ pub mod events;
 pub mod exec;
 mod files;
 pub mod identity;
+pub mod ids;
 pub mod learn;
 pub mod meter;
 pub mod options;
@@ -44,7 +45,7 @@ mod warm;
 pub mod workspace;
 pub mod zygote;
 
-pub use errors::{EngineError, InputError};
+pub use errors::{EngineError, InputError, RefusedLayer};
 pub use events::{Event, OutputStream};
 pub use lockdown::{Applied, LandlockEnforcement};
 pub use options::{parse_size, EngineConfig, EvalOptions};
@@ -56,7 +57,6 @@ pub use tools::{quote_excerpt, ArgType, Tool, ToolSpec};
 use audit::AuditLog;
 use child::{Request, SandboxChild, ToolEvent};
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use warm::WarmSets;
 use workspace::{Workspace, WorkspaceRoot};
@@ -76,7 +76,6 @@ struct EngineInner {
     zygote: Mutex<Arc<Zygote>>,
     workspaces: WorkspaceRoot,
     audit: Option<AuditLog>,
-    next_id: AtomicU64,
     retired: Mutex<std::sync::mpsc::Sender<Prepared>>,
     /// The profile's package allowlist with dependencies (`None`: every package).
     allowed_packages: Option<std::collections::BTreeSet<String>>,
@@ -123,7 +122,6 @@ impl Engine {
             zygote: Mutex::new(Arc::new(zygote)),
             workspaces,
             audit,
-            next_id: AtomicU64::new(1),
             retired: Mutex::new(spawn_reaper()),
             allowed_packages,
             programs,
@@ -186,7 +184,7 @@ impl Engine {
 
     /// A fresh id for a session or evaluation (audit log, protocol).
     pub(crate) fn new_id(&self, prefix: &str) -> String {
-        format!("{prefix}-{}", self.inner.next_id.fetch_add(1, Ordering::SeqCst))
+        ids::other_id(prefix)
     }
 
     /// The running zygote, restarted first if it has died.

@@ -226,6 +226,21 @@ impl Stat {
     }
 }
 
+/// Stop every member of the group at once (SIGSTOP to the group: the kernel signals
+/// the whole group in one step, so a process that forks or exits meanwhile cannot slip
+/// past it, as a chain could between the reads of a pid list). What a request left
+/// running is then killed while it cannot run, and R itself (with any thread native code
+/// started in it) stays stopped until the next request: between requests nothing of the
+/// sandbox runs.
+pub fn stop_group(meter: &Meter) -> io::Result<()> {
+    // SAFETY: a signal to the process group whose leader is our child R: the group id
+    // stays reserved while the leader exists (we hold its pidfd, so it is not reaped).
+    if unsafe { libc::kill(-meter.pgid, libc::SIGSTOP) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Kill every member of the group but its leader (what a session's R left running
 /// after a request). Each is opened as a pidfd and checked to still be a member before
 /// the signal, so a pid reused by another process in between is never signalled.

@@ -61,7 +61,8 @@ pub struct Session {
 impl Session {
     pub(crate) fn start(engine: Engine, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
         let prepared = engine.take_child(&options, &tools)?;
-        let id = engine.new_id("session");
+        // The one id of this session on every front and in the audit log.
+        let id = crate::ids::session_id();
         engine.audit("session_start", &id, json!({"tools": tools.iter().map(|t| &t.spec.name).collect::<Vec<_>>()}));
         let interrupter = Mutex::new(Some(prepared.child.interrupter()));
         Ok(Session { engine, id, options, tools, current: Mutex::new(Some(prepared)), interrupter })

@@ -13,6 +13,9 @@ use std::sync::Arc;
 /// Default cap on one tool-call message (arguments as JSON).
 pub const DEFAULT_MAX_TOOL_MESSAGE: usize = 1 << 20;
 
+/// The largest R integer (`.Machine$integer.max`).
+const R_INT_MAX: f64 = i32::MAX as f64;
+
 /// The type an argument must have, as the R stub encodes it (`rsandbox_to_json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -20,7 +23,8 @@ pub const DEFAULT_MAX_TOOL_MESSAGE: usize = 1 << 20;
 pub enum ArgType {
     /// A number or an array of numbers (NA as null).
     Numeric,
-    /// Whole numbers (scalar or array).
+    /// Whole numbers R's integers hold (scalar or array): within ±2147483647 (R's
+    /// integers are 32-bit, -2^31 being `NA`).
     Integer,
     /// A string or an array of strings.
     Character,
@@ -43,7 +47,7 @@ impl ArgType {
         };
         match self {
             ArgType::Numeric => each(&|x| x.is_number()),
-            ArgType::Integer => each(&|x| x.as_f64().is_some_and(|f| f.fract() == 0.0)),
+            ArgType::Integer => each(&|x| x.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() <= R_INT_MAX)),
             ArgType::Character => each(&|x| x.is_string()),
             ArgType::Logical => each(&|x| x.is_boolean()),
             ArgType::List => v.is_object() || v.is_array(),
@@ -152,7 +156,10 @@ pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t
     for (arg, ty) in &tool.spec.args {
         match given.get(arg) {
             None => return Err(format!("tool {name}: missing argument {arg:?}")),
-            Some(v) if !ty.accepts(v) => return Err(format!("tool {name}: argument {arg:?} must be {ty}")),
+            Some(v) if !ty.accepts(v) => {
+                let within = if *ty == ArgType::Integer { " (whole numbers within ±2147483647)" } else { "" };
+                return Err(format!("tool {name}: argument {arg:?} must be {ty}{within}"));
+            }
             Some(_) => {}
         }
     }
@@ -210,6 +217,11 @@ mod tests {
     #[test]
     fn every_type_accepts_what_r_sends_and_nothing_else() {
         assert!(ArgType::Integer.accepts(&json!([1, 2, null])) && !ArgType::Integer.accepts(&json!(1.5)));
+        // R's integers are 32-bit: 1e308 is a whole number but no integer.
+        assert!(ArgType::Integer.accepts(&json!([2147483647, -2147483647])));
+        for too_big in [json!(1e308), json!(2147483648_i64), json!([1, -2147483648_i64]), json!(9007199254740993_u64)] {
+            assert!(!ArgType::Integer.accepts(&too_big), "{too_big}");
+        }
         assert!(ArgType::Character.accepts(&json!("x")) && !ArgType::Character.accepts(&json!(1)));
         assert!(ArgType::Logical.accepts(&json!([true, null])) && !ArgType::Logical.accepts(&json!("TRUE")));
         assert!(ArgType::List.accepts(&json!({"k": 1})) && !ArgType::List.accepts(&json!(1)));

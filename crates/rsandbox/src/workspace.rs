@@ -7,7 +7,7 @@
 //! `/run/rsandbox-uids/<uid>` for the sandbox's life, so separate engines (every CLI
 //! call is one) never share one. Directories are removed when the guard drops.
 
-use crate::errors::EngineError;
+use crate::errors::{EngineError, InputError};
 use lockdown::Identity;
 use std::fs;
 use std::io;
@@ -91,10 +91,21 @@ impl WorkspaceRoot {
     pub fn workspace(&self, quota: u64) -> Result<Workspace, EngineError> {
         {
             let mut reserved = self.budget.reserved.lock().expect("disk budget");
+            if quota > self.budget.cap {
+                // Never satisfiable, however many sandboxes end: the caller's mistake.
+                return Err(EngineError::Input(InputError::BadLimit {
+                    what: "disk".into(),
+                    value: format!(
+                        "{} MiB is more than this server's {} MiB for all workspaces together",
+                        quota >> 20,
+                        self.budget.cap >> 20
+                    ),
+                }));
+            }
             if *reserved + quota > self.budget.cap {
                 return Err(EngineError::Capacity(format!(
                     "the workspaces of the live sandboxes already reserve {} MiB of the server's {} MiB for workspaces \
-                     (this sandbox asks {} MiB); close sessions or ask for less --disk",
+                     (this sandbox asks {} MiB); close sessions or ask for a smaller disk quota",
                     *reserved >> 20,
                     self.budget.cap >> 20,
                     quota >> 20

@@ -172,7 +172,12 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
     };
     assert_eq!(error_of("add('one', 2)"), "tool add: argument \"a\" must be numeric");
     assert_eq!(error_of("add(1)"), "tool add: missing argument \"b\"");
-    assert_eq!(error_of("echo_int(1.5)"), "tool echo_int: argument \"x\" must be integer");
+    let not_integer = "tool echo_int: argument \"x\" must be integer (whole numbers within ±2147483647)";
+    assert_eq!(error_of("echo_int(1.5)"), not_integer);
+    // Whole, but beyond R's 32-bit integers (and beyond what JSON numbers hold exactly).
+    assert_eq!(error_of("echo_int(1e308)"), not_integer);
+    assert_eq!(error_of("echo_int(c(1, 2^31))"), not_integer);
+    assert_eq!(s.execute("echo_int(2147483647)", &quick()).unwrap().value, json!(2147483647));
     assert_eq!(error_of("echo_df(1:3)"), "tool echo_df: argument \"x\" must be data_frame");
     assert_eq!(error_of("fail()"), "the host said no");
     // Going around the stubs: the host is the boundary, not the R function. The raw
@@ -690,4 +695,97 @@ fn the_workspace_bounds_inodes_with_its_disk_quota() {
     assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
     let made = r.value.as_f64().unwrap();
     assert!((3000.0..=4096.0).contains(&made), "{made} empty files in a 16 MiB workspace");
+}
+
+#[test]
+fn a_snapshot_runs_no_binding_and_leaves_nothing_running() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    // An active binding is code: a snapshot does not read it (it is not saved).
+    s.execute("makeActiveBinding('a', function() { file.create('ran'); 1 }, environment()); b <- 2", &quick()).unwrap();
+    // A promise is forced (as save() forces it); what its code leaves running is ended
+    // with the request, as after an evaluation.
+    s.execute("delayedAssign('p', { parallel::mcparallel({ Sys.sleep(1); file.create('late') }); 3 })", &quick())
+        .unwrap();
+    let (_, not_saved) = s.snapshot().unwrap();
+    assert_eq!(not_saved, vec!["a".to_string()]);
+    let r = s.execute("Sys.sleep(2.5); c(file.exists('ran'), file.exists('late'), b)", &quick()).unwrap();
+    assert_eq!(r.value, json!([0, 0, 2]), "neither ran nor late: {r:?}");
+}
+
+/// Native code that keeps running after the R code returns: a thread in R's own process
+/// and a chain of processes that fork and exit as fast as they can (SIGCHLD ignored, so
+/// nobody waits for them). Each counts its steps in memory R can read.
+const LINGERING_C: &str = r#"
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+static atomic_long thread_steps;
+static atomic_long *chain_steps;
+static void *spin(void *arg) { (void)arg; for (;;) { thread_steps++; usleep(1000); } return 0; }
+void rsb_start(int *ok) {
+    pthread_t t;
+    chain_steps = mmap(0, sizeof *chain_steps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    signal(SIGCHLD, SIG_IGN);
+    *ok = pthread_create(&t, 0, spin, 0) == 0 && chain_steps != MAP_FAILED;
+    if (*ok && fork() == 0) {
+        for (;;) { (*chain_steps)++; if (fork() != 0) _exit(0); }
+    }
+}
+void rsb_steps(double *thread, double *chain) { *thread = thread_steps; *chain = *chain_steps; }
+"#;
+
+#[test]
+fn between_requests_nothing_of_the_sandbox_runs() {
+    let dir = tempdir_for_test();
+    let source = dir.join("lingering.c");
+    std::fs::write(&source, LINGERING_C).unwrap();
+    let library = dir.join("lingering.so");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .arg("-lpthread")
+        .status()
+        .unwrap();
+    assert!(cc.success(), "cc failed");
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    s.put_file("lingering.so", &std::fs::read(&library).unwrap()).unwrap();
+    let steps = "unlist(.C('rsb_steps', thread = 0, chain = 0)[c('thread', 'chain')])";
+    let started = s
+        .execute(
+            &format!("dyn.load(file.path(getwd(), 'lingering.so')); stopifnot(.C('rsb_start', 0L)[[1]] == 1L); Sys.sleep(0.5); {steps}"),
+            &quick(),
+        )
+        .unwrap();
+    assert_eq!(started.outcome, Outcome::Ok, "{started:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = s.execute(steps, &quick()).unwrap();
+    assert_eq!(later.outcome, Outcome::Ok, "{later:?}");
+    let (before, after) = (&started.value, &later.value);
+    let delta = |key: &str| after[key].as_f64().unwrap() - before[key].as_f64().unwrap();
+    // They ran during the request (slowly on a busy machine: a fork is costly there).
+    assert!(before["thread"].as_f64().unwrap() > 20.0, "the thread ran during the request: {before}");
+    assert!(before["chain"].as_f64().unwrap() > 3.0, "the chain ran during the request: {before}");
+    // 1.5 s between the requests: ~1500 steps of the thread had it run then.
+    assert!(delta("thread") < 300.0, "the thread ran between requests: {before} then {after}");
+    // A chain that made k steps in the 0.5 s of the request makes ~3k in 1.5 s.
+    let chain_rate = before["chain"].as_f64().unwrap();
+    assert!(delta("chain") < chain_rate.min(10.0), "the chain outlived its request: {before} then {after}");
+}
+
+#[test]
+fn streamed_messages_count_against_the_output_limit() {
+    let limited = EvalOptions { max_output: 100_000, ..EvalOptions::default() };
+    let s = engine().session(limited, vec![]).unwrap();
+    let mut streamed = 0usize;
+    let mut on_event = |e: rsandbox::Event<'_>| match e {
+        rsandbox::Event::Output { text, .. } => streamed += text.len(),
+    };
+    // 10 MB of messages: each one is small, and each is streamed as it is signalled.
+    let code = "for (i in 1:10000) message(strrep('m', 1000))";
+    let r = s.execute_streaming(code, &quick(), Some(&mut on_event)).unwrap();
+    assert_eq!(r.outcome, Outcome::OutputLimit, "{:?}", r.outcome);
+    assert!(streamed <= 100_000, "{streamed} bytes streamed past a 100 kB limit");
 }

@@ -96,12 +96,6 @@ pub fn await_lockdown(stream: impl Read) -> Result<Lockdown, WireError> {
     }
 }
 
-/// Read the next report (blocking; set a read timeout on the stream first), for the
-/// requests served between evaluations (files, snapshots).
-pub fn await_report(stream: impl Read, expected: &'static str) -> Result<ChildReport, WireError> {
-    read_report(stream, expected)
-}
-
 /// Read the answer to `DefineTools` (blocking): `Ok(Err(why))` when the child refused.
 pub fn await_tools_defined(stream: impl Read) -> Result<Result<(), String>, WireError> {
     match read_report(stream, "tools_defined")? {

@@ -811,8 +811,13 @@ rsandbox_to_json <- function(x) {
 rsandbox_snapshot <- function(file) {
   env <- .rsb_env()
   names <- sort(ls(env, all.names = TRUE))
-  objects <- mget(names, envir = env)
-  bad <- vapply(objects, .rsb_cannot_travel, logical(1))
+  # An active binding is code, run on every read: not read, so not saved. (Promises
+  # are forced, as R's own save() forces them; the supervisor drives this request as
+  # an evaluation: deadline, meter, and clean-up afterwards.)
+  active <- vapply(names, bindingIsActive, logical(1), env = env)
+  objects <- mget(names[!active], envir = env)
+  bad <- c(vapply(objects, .rsb_cannot_travel, logical(1)), stats::setNames(active[active], names[active]))
+  names <- c(names[!active], names[active])
   packages <- sub("^package:", "", grep("^package:", search(), value = TRUE))
   snapshot <- list(format = "rsandbox-snapshot-1", objects = objects[!bad],
                    packages = rev(packages))

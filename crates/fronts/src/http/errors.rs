@@ -16,7 +16,7 @@ pub struct ErrorBody {
 /// What went wrong.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
-    /// A stable code: `bad_input`, `unauthorized`, `not_found`, `busy`, `too_large`,
+    /// A stable code: `bad_input`, `unauthorized`, `not_found`, `method_not_allowed`, `busy`, `too_large`,
     /// `rate_limited`, `sandbox_setup_failed`, `engine_error`.
     pub code: String,
     /// In words.
@@ -24,7 +24,7 @@ pub struct ErrorDetail {
 }
 
 /// An error response.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ApiError {
     status: StatusCode,
     code: &'static str,
@@ -51,6 +51,16 @@ impl ApiError {
     /// 404: no such session for this token (another token's sessions are not found either).
     pub fn not_found(what: impl Into<String>) -> ApiError {
         ApiError { status: StatusCode::NOT_FOUND, code: "not_found", message: what.into(), retry_after: None }
+    }
+
+    /// 405: the route exists, not with this method.
+    pub fn method_not_allowed() -> ApiError {
+        ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            code: "method_not_allowed",
+            message: "this route does not take that method (see /openapi.json)".into(),
+            retry_after: None,
+        }
     }
 
     /// 429: this token has too much in flight or asked too often; retry after `seconds`.
@@ -101,6 +111,9 @@ impl IntoResponse for ApiError {
         let mut response = (status, axum::Json(body)).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }

@@ -8,7 +8,6 @@ use super::errors::{ApiError, ErrorBody};
 use rsandbox::EvalResult;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -51,18 +50,17 @@ struct Job {
 /// Every job the server knows.
 pub struct Jobs {
     jobs: Mutex<HashMap<String, Job>>,
-    next: AtomicU64,
     retention: Duration,
 }
 
 impl Jobs {
     pub fn new(retention: Duration) -> Jobs {
-        Jobs { jobs: Mutex::default(), next: AtomicU64::new(1), retention }
+        Jobs { jobs: Mutex::default(), retention }
     }
 
     /// A new running job of `owner`.
     pub fn start(&self, owner: &str) -> JobView {
-        let id = format!("job-{}", self.next.fetch_add(1, Ordering::SeqCst));
+        let id = rsandbox::ids::job_id();
         let view = JobView { job: id.clone(), state: JobState::Running, result: None, error: None };
         let mut jobs = self.jobs.lock().expect("jobs");
         self.prune(&mut jobs, owner);

@@ -3,11 +3,14 @@
 //!
 //! * `POST /v1/eval` — one evaluation in a fresh sandbox; the result is the CLI's
 //!   `--json` result.
-//! * `POST /v1/sessions`, `POST /v1/sessions/{id}/execute`, `POST
-//!   /v1/sessions/{id}/interrupt`, `DELETE /v1/sessions/{id}`, `GET|PUT
-//!   /v1/sessions/{id}/files/{path}` — persistent sessions, owned by the token that
-//!   made them (another token gets 404).
-//! * `GET /healthz`, `GET /readyz` (a sandbox can be made), `GET /metrics` (Prometheus
+//! * `POST /v1/sessions` (its id also in `x-rsandbox-session`), `GET /v1/sessions` (the
+//!   caller's), `POST /v1/sessions/{id}/execute`, `POST /v1/sessions/{id}/interrupt`,
+//!   `DELETE /v1/sessions/{id}`, `GET /v1/sessions/{id}/files`, `GET|PUT
+//!   /v1/sessions/{id}/files/{path}` (raw bytes with `Accept: application/octet-stream`)
+//!   — persistent sessions, owned by the token that made them (another token gets 404).
+//!   Ids come from `crate::ids`.
+//! * `GET /healthz`, `GET /readyz` (a sandbox can be made; the answer is reused for a
+//!   few seconds), `GET /metrics` (Prometheus
 //!   text), `GET /openapi.json` (generated from these types by utoipa).
 //!
 //! * `POST /v1/sessions/{id}/snapshot`, and `restore` when creating a session.
@@ -20,21 +23,21 @@
 //! requests per minute (429 with Retry-After) and open sessions (409) are capped; limits
 //! above the server's caps are refused (400, never silently lowered); bodies over 16
 //! MiB get 413; headers must arrive within the header timeout, which also ends idle
-//! kept-alive connections (`server.rs`). Errors are `{"error": {"code", "message"}}`
-//! (`errors.rs`). Every response carries `x-request-id`, also in each log line of its
+//! kept-alive connections (`crate::listen`, shared with the MCP server). Errors are `{"error": {"code", "message"}}`
+//! (`errors.rs`), unknown routes and methods included; a 401 says `WWW-Authenticate:
+//! Bearer`. Every response carries `x-request-id`, also in each log line of its
 //! request (`observe.rs`).
 
 mod errors;
 mod jobs;
 mod observe;
 mod routes;
-mod server;
 mod state;
 mod stream;
 
+pub use crate::listen::ConnectionLimits;
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
-pub use server::ConnectionLimits;
 pub use state::HttpCaps;
 
 use crate::auth::Tokens;
@@ -68,7 +71,7 @@ pub fn serve(
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
         tracing::info!(address = %bound, "listening");
-        server::run(listener, app, connections, crate::shutdown::stop_signal()).await;
+        crate::listen::run(listener, app, connections, crate::shutdown::stop_signal()).await;
         // Every session's sandbox ends with the state.
         state.close_all();
         Ok(())

@@ -19,8 +19,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use utoipa::OpenApi;
 
-/// Largest request body: code, files (base64) and JSON punctuation.
-pub const MAX_BODY: usize = 16 << 20;
+/// Largest request body: code, files (base64) and JSON punctuation (the same limit
+/// as every HTTP listener's).
+pub const MAX_BODY: usize = crate::listen::MAX_BODY;
+
+/// The response header of `POST /v1/sessions` naming the session, for a balancer's
+/// affinity.
+pub const SESSION_HEADER: &str = "x-rsandbox-session";
 
 type AppResult<T> = Result<T, ApiError>;
 
@@ -106,6 +111,40 @@ pub struct Interrupted {
     pub interrupted: bool,
 }
 
+/// A file of a workspace, as a listing shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FileInfo {
+    /// Relative to the workspace.
+    pub path: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// A session's files.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FileList {
+    /// Every regular file of the workspace (at most 10 000).
+    pub files: Vec<FileInfo>,
+    /// More files exist than a listing carries.
+    pub truncated: bool,
+}
+
+/// One of the caller's sessions.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SessionInfo {
+    /// Its id.
+    pub session: String,
+    /// Whether an execute runs in it now.
+    pub executing: bool,
+}
+
+/// The caller's sessions (never another token's).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SessionList {
+    /// Its open sessions.
+    pub sessions: Vec<SessionInfo>,
+}
+
 /// A file written.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct FileWritten {
@@ -119,10 +158,10 @@ pub struct FileWritten {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "rsandbox", description = "Run untrusted R code in kernel-enforced sandboxes."),
-    paths(eval, create_session, execute, interrupt, delete_session, get_file, put_file, snapshot, tool_result, create_job, get_job,
-          healthz, readyz, metrics),
-    components(schemas(EvalBody, SessionBody, SessionCreated, ExecuteBody, Interrupted, FileWritten, Snapshot, ToolReply,
-                       ToolResultAccepted, JobView, ErrorBody, EvalResult, WorkspaceFile)),
+    paths(eval, create_session, list_sessions, execute, interrupt, delete_session, list_files, get_file, put_file, snapshot,
+          tool_result, create_job, get_job, healthz, readyz, metrics),
+    components(schemas(EvalBody, SessionBody, SessionCreated, SessionList, SessionInfo, ExecuteBody, Interrupted, FileWritten,
+                       FileList, FileInfo, Snapshot, ToolReply, ToolResultAccepted, JobView, ErrorBody, EvalResult, WorkspaceFile)),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -146,12 +185,13 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/eval", post(eval))
         .route("/v1/jobs", post(create_job))
         .route("/v1/jobs/{job}", get(get_job))
-        .route("/v1/sessions", post(create_session))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", axum::routing::delete(delete_session))
         .route("/v1/sessions/{id}/execute", post(execute))
         .route("/v1/sessions/{id}/interrupt", post(interrupt))
         .route("/v1/sessions/{id}/snapshot", post(snapshot))
         .route("/v1/sessions/{id}/tool_results/{call}", post(tool_result))
+        .route("/v1/sessions/{id}/files", get(list_files))
         .route("/v1/sessions/{id}/files/{*path}", get(get_file).put(put_file))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
@@ -160,6 +200,8 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(|| async { Json(ApiDoc::openapi()) }))
+        .fallback(|| async { ApiError::not_found("no such route (the API is described at /openapi.json)") })
+        .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
@@ -204,7 +246,7 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> AppResult<T> + Send 
 /// `on_gone` runs if the client drops the stream before the work ends (a session's
 /// execute is interrupted then, instead of running to its deadline for nobody).
 fn streamed(
-    work: impl FnOnce(&tokio::sync::mpsc::UnboundedSender<StreamEvent>) -> AppResult<EvalResult> + Send + 'static,
+    work: impl FnOnce(&Arc<stream::StreamSender>) -> AppResult<EvalResult> + Send + 'static,
     on_gone: Option<Box<dyn FnOnce() + Send>>,
 ) -> Response {
     let (tx, response) = stream::channel();
@@ -213,7 +255,8 @@ fn streamed(
         let watched = tx.clone();
         tokio::spawn(async move {
             tokio::select! {
-                () = watched.closed() => on_gone(),
+                // The client left, or was cut off for taking nothing.
+                () = watched.gone() => on_gone(),
                 _ = finished => {}
             }
         });
@@ -227,7 +270,7 @@ fn streamed(
         };
         let _ = done.send(());
         // The client may have gone; the work is done either way.
-        let _ = tx.send(last);
+        tx.send(last);
     });
     response.into_response()
 }
@@ -277,7 +320,9 @@ async fn eval(
         return Ok(streamed(
             move |tx| {
                 let (_admitted, mut body) = (admitted, body);
-                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                let mut emit = |e: rsandbox::Event<'_>| {
+                    tx.send(StreamEvent::from_engine(e));
+                };
                 run_eval(&state, &mut body, options, Some(&mut emit))
             },
             None,
@@ -331,14 +376,16 @@ async fn get_job(
 
 /// Start a session.
 #[utoipa::path(post, path = "/v1/sessions", request_body = SessionBody,
-    responses((status = 201, body = SessionCreated), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    responses((status = 201, body = SessionCreated,
+               headers(("x-rsandbox-session" = String, description = "The session's id, for a balancer's affinity"))),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 409, description = "this token holds its limit of sessions", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 async fn create_session(
     State(state): State<Arc<AppState>>,
     Extension(Caller(caller)): Extension<Caller>,
     body: Result<Json<SessionBody>, axum::extract::rejection::JsonRejection>,
-) -> AppResult<(StatusCode, Json<SessionCreated>)> {
+) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
     let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, false)?;
     let bridge = Arc::new(ToolBridge::default());
@@ -356,7 +403,23 @@ async fn create_session(
         Ok(SessionCreated { session, warnings })
     })
     .await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    let affinity = [(header::HeaderName::from_static(SESSION_HEADER), created.session.clone())];
+    Ok((StatusCode::CREATED, affinity, Json(created)))
+}
+
+/// The caller's open sessions (another token's are never listed).
+#[utoipa::path(get, path = "/v1/sessions",
+    responses((status = 200, body = SessionList), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody)))]
+async fn list_sessions(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+) -> Json<SessionList> {
+    let sessions = state
+        .sessions_of(&caller)
+        .into_iter()
+        .map(|entry| SessionInfo { session: entry.id.clone(), executing: entry.is_executing() })
+        .collect();
+    Json(SessionList { sessions })
 }
 
 /// Run code in a session.
@@ -401,7 +464,9 @@ async fn execute(
             move |tx| {
                 let _running = (admitted, executing);
                 let _attached = entry.bridge.attach(tx.clone(), deadline);
-                let mut emit = |e: rsandbox::Event<'_>| drop(tx.send(StreamEvent::from_engine(e)));
+                let mut emit = |e: rsandbox::Event<'_>| {
+                    tx.send(StreamEvent::from_engine(e));
+                };
                 let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
                 state.metrics.result(&result);
                 Ok(result)
@@ -482,18 +547,56 @@ async fn delete_session(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Read a file of a session's workspace.
+/// List the files of a session's workspace.
+#[utoipa::path(get, path = "/v1/sessions/{id}/files", params(("id" = String, Path, description = "The session")),
+    responses((status = 200, body = FileList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody), (status = 429, body = ErrorBody)))]
+async fn list_files(
+    State(state): State<Arc<AppState>>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(id): Path<String>,
+) -> AppResult<Json<FileList>> {
+    let entry = state.session(&caller, &id)?;
+    let (files, truncated) = blocking(move || Ok(entry.session.list_files()?)).await?;
+    let files = files.into_iter().map(|f| FileInfo { path: f.path, size: f.size }).collect();
+    Ok(Json(FileList { files, truncated }))
+}
+
+/// Whether the client asked for raw bytes (`Accept: application/octet-stream`) rather
+/// than JSON.
+fn wants_raw(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.split(';').next().unwrap_or("").trim())
+        .any(|t| t.eq_ignore_ascii_case("application/octet-stream"))
+}
+
+/// Read a file of a session's workspace: JSON with the content in base64, or with
+/// `Accept: application/octet-stream` the raw bytes.
 #[utoipa::path(get, path = "/v1/sessions/{id}/files/{path}",
     params(("id" = String, Path, description = "The session"), ("path" = String, Path, description = "Relative to the workspace")),
-    responses((status = 200, body = WorkspaceFile), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The file: JSON (base64 content), or its bytes with `Accept: application/octet-stream`",
+               content((WorkspaceFile = "application/json"), (Vec<u8> = "application/octet-stream"))),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_file(
     State(state): State<Arc<AppState>>,
     Extension(Caller(caller)): Extension<Caller>,
     Path((id, path)): Path<(String, String)>,
-) -> AppResult<Json<WorkspaceFile>> {
+    headers: HeaderMap,
+) -> AppResult<Response> {
     let entry = state.session(&caller, &id)?;
-    Ok(Json(blocking(move || Ok(entry.session.get_file(&path)?)).await?))
+    let file = blocking(move || Ok(entry.session.get_file(&path)?)).await?;
+    if wants_raw(&headers) {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&file.data_base64)
+            .map_err(|e| ApiError::internal(format!("the engine's file was not base64: {e}")))?;
+        return Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response());
+    }
+    Ok(Json(file).into_response())
 }
 
 /// Write a file into a session's workspace (the body is the content).
@@ -522,10 +625,11 @@ async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// A sandbox with the required layers can be made now.
+/// A sandbox with the required layers can be made now (a test sandbox's answer, reused
+/// for a few seconds: asking often starts no more sandboxes).
 #[utoipa::path(get, path = "/readyz", security(()), responses((status = 200, description = "Ready"), (status = 503, body = ErrorBody)))]
 async fn readyz(State(state): State<Arc<AppState>>) -> AppResult<&'static str> {
-    blocking(move || state.engine.verify_lockdown().map(|_| ()).map_err(ApiError::from)).await?;
+    state.readiness().await?;
     Ok("ready\n")
 }
 

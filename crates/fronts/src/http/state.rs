@@ -92,6 +92,8 @@ impl HttpCaps {
 pub struct SessionEntry {
     pub(super) session: Session,
     pub(super) bridge: Arc<ToolBridge>,
+    /// The id clients use (`crate::ids`), not the engine's.
+    pub(super) id: String,
     owner: String,
     executing: AtomicBool,
 }
@@ -109,9 +111,14 @@ impl SessionEntry {
     /// Mark an execute as running, or 409 when one already is.
     pub fn start_execute(self: &Arc<Self>) -> Result<Executing, ApiError> {
         if self.executing.swap(true, Ordering::SeqCst) {
-            return Err(ApiError::from(rsandbox::EngineError::Busy(self.session.id().to_string())));
+            return Err(ApiError::from(rsandbox::EngineError::Busy(self.id.clone())));
         }
         Ok(Executing(self.clone()))
+    }
+
+    /// Whether an execute runs in it now.
+    pub fn is_executing(&self) -> bool {
+        self.executing.load(Ordering::SeqCst)
     }
 }
 
@@ -128,7 +135,14 @@ pub struct AppState {
     minute: Mutex<HashMap<String, (Instant, u32)>>,
     /// Sandboxes running code now (evals, executes, jobs).
     pub(super) busy: AtomicUsize,
+    /// The last readiness check and when it was made (`/readyz`); the async lock makes
+    /// callers that arrive during a check wait for its answer instead of starting more.
+    ready: tokio::sync::Mutex<Option<(Instant, Result<(), ApiError>)>>,
 }
+
+/// How long a readiness answer is reused: `/readyz` starts at most one test sandbox in
+/// that time, however often it is asked.
+pub const READY_TTL: Duration = Duration::from_secs(5);
 
 /// A request counted against its token's in-flight cap (and the server's busy gauge)
 /// until dropped.
@@ -158,7 +172,26 @@ impl AppState {
             in_flight: Mutex::default(),
             minute: Mutex::default(),
             busy: AtomicUsize::new(0),
+            ready: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// Whether a sandbox with the required layers can be made: a test sandbox's answer,
+    /// reused for [`READY_TTL`] (one check at a time; the others wait for it).
+    pub async fn readiness(self: &Arc<Self>) -> Result<(), ApiError> {
+        let mut last = self.ready.lock().await;
+        if let Some((at, answer)) = last.as_ref() {
+            if at.elapsed() < READY_TTL {
+                return answer.clone();
+            }
+        }
+        let state = self.clone();
+        let answer =
+            tokio::task::spawn_blocking(move || state.engine.verify_lockdown().map(|_| ()).map_err(ApiError::from))
+                .await
+                .unwrap_or_else(|e| Err(ApiError::internal(format!("the readiness check failed: {e}"))));
+        *last = Some((Instant::now(), answer.clone()));
+        answer
     }
 
     /// Count a request of `token` in this minute, or 429 with the seconds left in it.
@@ -202,7 +235,14 @@ impl AppState {
             ))));
         }
         let id = session.id().to_string();
-        let entry = SessionEntry { session, bridge, owner: owner.to_string(), executing: AtomicBool::new(false) };
+        tracing::info!(session = %id, "session opened");
+        let entry = SessionEntry {
+            session,
+            bridge,
+            id: id.clone(),
+            owner: owner.to_string(),
+            executing: AtomicBool::new(false),
+        };
         sessions.insert(id.clone(), Arc::new(entry));
         Ok(id)
     }
@@ -225,6 +265,14 @@ impl AppState {
             Some(s) if s.owner == owner => Ok(s.clone()),
             _ => Err(ApiError::not_found(format!("no session {}", rsandbox::quote_excerpt(id)))),
         }
+    }
+
+    /// `owner`'s sessions, in the order of their ids.
+    pub fn sessions_of(&self, owner: &str) -> Vec<Arc<SessionEntry>> {
+        let mut mine: Vec<Arc<SessionEntry>> =
+            self.sessions.lock().expect("sessions").values().filter(|s| s.owner == owner).cloned().collect();
+        mine.sort_by(|a, b| a.id.cmp(&b.id));
+        mine
     }
 
     /// Remove `owner`'s session `id` (its sandbox ends when the last use does).

@@ -8,6 +8,13 @@
 //! the execute's stream, and the execute waits (at most until its deadline, and never
 //! more than [`TOOL_REPLY_TIMEOUT`]) for `POST /v1/sessions/{id}/tool_results/{call}`.
 //! A call made while no streaming execute runs fails in R with a message saying so.
+//!
+//! The channel between the work and the response is bounded ([`STREAM_CAPACITY`]
+//! events): when a client reads slower than the code writes, the sender blocks (the
+//! engine stops reading the sandbox's output, which then blocks on its pipe), and a
+//! client that takes no event for [`SLOW_CLIENT_GRACE`] is cut off: its stream ends, and
+//! a session's execute is interrupted as for a client that left. Nothing is buffered
+//! without end.
 
 use super::errors::ErrorBody;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -18,17 +25,22 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio::sync::mpsc::{self as tmpsc, error::TrySendError};
+use tokio::sync::Notify;
+use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
 
 /// Longest a tool call waits for the client's answer.
 pub const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// What a stream carries. Output is bounded by the request's output limit (the engine
-/// stops the sandbox past it), so the channel needs no bound of its own.
+/// Events a stream holds for a client that has not taken them yet.
+pub const STREAM_CAPACITY: usize = 64;
+/// How long a send waits for a client that takes nothing before the client is cut off.
+pub const SLOW_CLIENT_GRACE: Duration = Duration::from_secs(10);
+
+/// What a stream carries (through a channel of [`STREAM_CAPACITY`] events).
 #[derive(Debug)]
 pub enum StreamEvent {
     Output { stream: OutputStream, text: String },
@@ -60,12 +72,76 @@ impl StreamEvent {
     }
 }
 
-/// A channel for one streamed request, and the response that drains it.
-pub fn channel() -> (UnboundedSender<StreamEvent>, Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>)
-{
-    let (tx, rx): (_, UnboundedReceiver<StreamEvent>) = unbounded_channel();
-    let events = UnboundedReceiverStream::new(rx).map(|e| Ok(e.into_sse()));
-    (tx, Sse::new(events).keep_alive(KeepAlive::default()))
+/// The sending end of one streamed request: bounded, blocking the sender while the
+/// client is slow, and cutting a client that takes nothing for the grace period.
+pub struct StreamSender {
+    tx: Mutex<Option<tmpsc::Sender<StreamEvent>>>,
+    runtime: tokio::runtime::Handle,
+    grace: Duration,
+    cut: Notify,
+}
+
+impl StreamSender {
+    /// Send an event, waiting while the channel is full; `false` when the client is
+    /// gone or was cut off (then nothing more is sent). Blocks: call it off the async
+    /// threads (the engine's callbacks run on blocking threads).
+    pub fn send(&self, event: StreamEvent) -> bool {
+        let Some(tx) = self.tx.lock().expect("stream").clone() else { return false };
+        match tx.try_send(event) {
+            Ok(()) => true,
+            Err(TrySendError::Closed(_)) => false,
+            Err(TrySendError::Full(event)) => {
+                // The timer is made inside the runtime (this thread may not be one of its own).
+                match self.runtime.block_on(async { tokio::time::timeout(self.grace, tx.send(event)).await }) {
+                    Ok(sent) => sent.is_ok(),
+                    Err(_) => {
+                        tracing::warn!(
+                            grace_s = self.grace.as_secs_f64(),
+                            "the client took no event for the grace period; cutting its stream"
+                        );
+                        self.cut_off();
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    /// End the stream: the client gets what is queued, then the end.
+    fn cut_off(&self) {
+        self.tx.lock().expect("stream").take();
+        self.cut.notify_one();
+    }
+
+    /// Resolves when the client has gone (the response was dropped) or was cut off.
+    pub async fn gone(&self) {
+        let Some(tx) = self.tx.lock().expect("stream").clone() else { return };
+        tokio::select! {
+            () = tx.closed() => {}
+            () = self.cut.notified() => {}
+        }
+    }
+}
+
+/// A channel for one streamed request, and the response that drains it. Call it on
+/// the runtime (it keeps a handle to it for the sender's waits).
+pub fn channel() -> (Arc<StreamSender>, Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>) {
+    channel_with(STREAM_CAPACITY, SLOW_CLIENT_GRACE)
+}
+
+fn channel_with(
+    capacity: usize,
+    grace: Duration,
+) -> (Arc<StreamSender>, Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>) {
+    let (tx, rx) = tmpsc::channel(capacity);
+    let sender = StreamSender {
+        tx: Mutex::new(Some(tx)),
+        runtime: tokio::runtime::Handle::current(),
+        grace,
+        cut: Notify::new(),
+    };
+    let events = ReceiverStream::new(rx).map(|e| Ok(e.into_sse()));
+    (Arc::new(sender), Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 /// Whether the client asked for a stream.
@@ -94,7 +170,7 @@ type Answer = Result<Value, String>;
 /// now (if it streams), and the calls waiting for their answer.
 #[derive(Default)]
 pub struct ToolBridge {
-    listener: Mutex<Option<(UnboundedSender<StreamEvent>, Instant)>>,
+    listener: Mutex<Option<(Arc<StreamSender>, Instant)>>,
     pending: Mutex<HashMap<String, mpsc::Sender<Answer>>>,
     next_call: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
@@ -111,7 +187,7 @@ impl Drop for Attached<'_> {
 
 impl ToolBridge {
     /// The session's tools, their handlers crossing this bridge.
-    pub fn tools(self: &std::sync::Arc<Self>, specs: Vec<ToolSpec>) -> Result<Vec<Tool>, String> {
+    pub fn tools(self: &Arc<Self>, specs: Vec<ToolSpec>) -> Result<Vec<Tool>, String> {
         specs
             .into_iter()
             .map(|spec| {
@@ -123,7 +199,7 @@ impl ToolBridge {
     }
 
     /// Send tool calls to `stream` until the guard drops; none waits past `deadline`.
-    pub fn attach(&self, stream: UnboundedSender<StreamEvent>, deadline: Instant) -> Attached<'_> {
+    pub fn attach(&self, stream: Arc<StreamSender>, deadline: Instant) -> Attached<'_> {
         *self.listener.lock().expect("listener") = Some((stream, deadline));
         Attached(self)
     }
@@ -155,7 +231,7 @@ impl ToolBridge {
             }
             pending.insert(call.clone(), tx);
         }
-        if stream.send(StreamEvent::ToolCall { call: call.clone(), tool: tool.to_string(), args }).is_err() {
+        if !stream.send(StreamEvent::ToolCall { call: call.clone(), tool: tool.to_string(), args }) {
             self.pending.lock().expect("pending").remove(&call);
             return Err("the client closed the stream".into());
         }
@@ -163,5 +239,74 @@ impl ToolBridge {
         let answer = rx.recv_timeout(wait);
         self.pending.lock().expect("pending").remove(&call);
         answer.unwrap_or_else(|_| Err(format!("no tool result for {call} within {} s", wait.as_secs())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that takes nothing: the sender waits while the channel is full, then
+    /// cuts the stream; nothing beyond the channel's capacity is ever held.
+    #[test]
+    fn a_client_that_takes_nothing_is_cut_off_not_buffered() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let (sender, rx) = runtime.block_on(async {
+            let (tx, rx) = tmpsc::channel(2);
+            let sender = StreamSender {
+                tx: Mutex::new(Some(tx)),
+                runtime: tokio::runtime::Handle::current(),
+                grace: Duration::from_millis(200),
+                cut: Notify::new(),
+            };
+            (Arc::new(sender), rx)
+        });
+        let output = |n: usize| StreamEvent::Output { stream: OutputStream::Stdout, text: format!("line {n}\n") };
+        let sent: Vec<bool> = std::thread::spawn({
+            let sender = sender.clone();
+            move || (0..1000).map(|n| sender.send(output(n))).collect()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(sent.iter().filter(|s| **s).count(), 2, "only the channel's capacity was taken");
+        assert!(!sent[2] && sent[3..].iter().all(|s| !s), "after the cut nothing is sent");
+        // The gone() watcher fires at once for a cut stream, and the client sees the two
+        // events, then the end.
+        runtime.block_on(async {
+            sender.gone().await;
+            drop(sender);
+            let mut stream = ReceiverStream::new(rx);
+            assert!(stream.next().await.is_some() && stream.next().await.is_some());
+            assert!(stream.next().await.is_none(), "the stream ended");
+        });
+    }
+
+    /// A client that reads slowly back-pressures the sender, which loses nothing.
+    #[test]
+    fn a_slow_reader_gets_everything() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let (sender, mut rx) = runtime.block_on(async {
+            let (tx, rx) = tmpsc::channel(2);
+            let sender = StreamSender {
+                tx: Mutex::new(Some(tx)),
+                runtime: tokio::runtime::Handle::current(),
+                grace: Duration::from_secs(30),
+                cut: Notify::new(),
+            };
+            (sender, rx)
+        });
+        let writer = std::thread::spawn(move || {
+            (0..50).all(|n| sender.send(StreamEvent::Output { stream: OutputStream::Stdout, text: n.to_string() }))
+        });
+        let got = runtime.block_on(async {
+            let mut got = Vec::new();
+            while let Some(StreamEvent::Output { text, .. }) = rx.recv().await {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                got.push(text);
+            }
+            got
+        });
+        assert!(writer.join().unwrap(), "every send succeeded");
+        assert_eq!(got, (0..50).map(|n| n.to_string()).collect::<Vec<_>>());
     }
 }

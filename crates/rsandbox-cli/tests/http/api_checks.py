@@ -9,6 +9,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -128,6 +129,7 @@ async def main():
         assert 'rsandbox_http_request_seconds_bucket{route="/v1/eval",le="+Inf"}' in metrics and "rsandbox_pool_idle " in metrics, metrics
         print("ok 429 with Retry-After past the token's in-flight cap (per token), metrics count it")
 
+        await routes_errors_and_files(server, alice, bob, anonymous)
         await streaming_and_tools(server, alice, bob)
         await jobs_and_snapshots(alice, bob)
         await logs_carry_the_request_id(server, alice)
@@ -136,9 +138,88 @@ async def main():
             await c.aclose()
         server.stop()
         os.unlink(f.name)
+    await readiness_is_cached()
     await per_minute_limit()
     await connection_timeouts()
     await graceful_stop()
+
+
+SESSION_ID = re.compile(r"s-[a-z0-9-]{1,32}-[0-9a-f]{32}")
+
+
+async def routes_errors_and_files(server, alice, bob, anonymous):
+    # Every error has the JSON body, unknown routes and wrong methods included.
+    for client, method, url, status, code in [(anonymous, "GET", "/nowhere", 404, "not_found"),
+                                              (alice, "GET", "/v1/nope", 404, "not_found"),
+                                              (alice, "DELETE", "/v1/eval", 405, "method_not_allowed"),
+                                              (alice, "PUT", "/v1/sessions", 405, "method_not_allowed"),
+                                              (anonymous, "GET", "/v1/sessions", 401, "unauthorized")]:
+        r = await client.request(method, url)
+        assert r.status_code == status and error_code(r) == code, (method, url, r.status_code, r.text)
+        assert r.headers["content-type"].startswith("application/json"), r.headers
+    r = await anonymous.post("/v1/eval", json={"code": "1"})
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", r.headers
+
+    # Ids: unguessable, with the node; the affinity header names the session.
+    r = await alice.post("/v1/sessions", json={})
+    assert r.status_code == 201 and SESSION_ID.fullmatch(r.json()["session"]), r.text
+    sid = r.json()["session"]
+    assert r.headers["x-rsandbox-session"] == sid, r.headers
+    job = (await alice.post("/v1/jobs", json={"code": "1"})).json()["job"]
+    assert re.fullmatch(r"j-[a-z0-9-]{1,32}-[0-9a-f]{32}", job), job
+    assert job.split("-")[1:-1] == sid.split("-")[1:-1], "the same node tag"
+
+    # The caller's sessions, and only theirs.
+    listed = (await alice.get("/v1/sessions")).json()["sessions"]
+    assert [s["session"] for s in listed] == [sid] and listed[0]["executing"] is False, listed
+    assert (await bob.get("/v1/sessions")).json() == {"sessions": []}
+
+    # Files: listed, read as JSON or as raw bytes.
+    blob = bytes(range(256)) * 4
+    assert (await alice.put(f"/v1/sessions/{sid}/files/data/blob.bin", content=blob)).status_code == 200
+    await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "writeLines('hi', 'note.txt')"})
+    r = await alice.get(f"/v1/sessions/{sid}/files")
+    assert r.status_code == 200, r.text
+    assert sorted((f["path"], f["size"]) for f in r.json()["files"]) == [("data/blob.bin", 1024), ("note.txt", 3)], r.json()
+    assert r.json()["truncated"] is False
+    assert (await bob.get(f"/v1/sessions/{sid}/files")).status_code == 404
+    r = await alice.get(f"/v1/sessions/{sid}/files/data/blob.bin", headers={"Accept": "application/octet-stream"})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/octet-stream" and r.content == blob, r.headers
+    r = await alice.get(f"/v1/sessions/{sid}/files/data/blob.bin")
+    assert r.headers["content-type"].startswith("application/json") and base64.b64decode(r.json()["data_base64"]) == blob
+    r = await alice.get(f"/v1/sessions/{sid}/files/missing.txt", headers={"Accept": "application/octet-stream"})
+    assert r.status_code in (400, 404) and "error" in r.json(), r.text
+    assert (await alice.delete(f"/v1/sessions/{sid}")).status_code == 204
+    assert (await alice.get("/v1/sessions")).json() == {"sessions": []}
+    for _ in range(100):
+        if (await alice.get(f"/v1/jobs/{job}")).json()["state"] != "running":
+            break
+        await asyncio.sleep(0.1)
+    print("ok JSON errors for unknown routes (404) and methods (405), 401 with WWW-Authenticate: Bearer; random ids "
+          "with the node, x-rsandbox-session; the caller's sessions listed; files listed and read raw")
+
+
+async def readiness_is_cached():
+    audit = tempfile.mktemp(prefix="rsandbox-audit-")
+    server = Server(BINARY, "--audit-log", audit)
+
+    def checks():
+        with open(audit) as f:
+            return sum(1 for l in f if '"execute_start"' in l and '"invisible(NULL)"' in l)
+    try:
+        at_start = checks()
+        async with httpx2.AsyncClient(base_url=server.url, timeout=120) as client:
+            answers = await asyncio.gather(*(client.get("/readyz") for _ in range(30)))
+            assert all(r.status_code == 200 and r.text == "ready\n" for r in answers), [r.status_code for r in answers]
+            more = [(await client.get("/readyz")).status_code for _ in range(10)]
+            assert more == [200] * 10, more
+        made = checks() - at_start
+        # One test sandbox per 5 s at most: 40 asks cost one or two, never one each.
+        assert made <= 2, f"{made} test sandboxes for 40 readiness checks"
+    finally:
+        server.stop()
+        os.unlink(audit)
+    print(f"ok /readyz reuses its answer: 40 checks started {made} test sandbox(es)")
 
 
 async def events(client, url, body):

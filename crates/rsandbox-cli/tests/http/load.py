@@ -73,9 +73,9 @@ async def main():
                         text = (await r.aread()).decode()
                     assert r.status_code == 200 and "event: output" in text and "event: result" in text, text[:300]
                 elif how == "unknown-job":
-                    r = await client.get(f"/v1/jobs/job-{10**9 + i}")
+                    r = await client.get(f"/v1/jobs/j-load-{i:032x}")
                 elif how == "unknown-session":
-                    r = await client.post(f"/v1/sessions/session-{10**9 + i}/execute", json=body)
+                    r = await client.post(f"/v1/sessions/s-load-{i:032x}/execute", json=body)
                 elif how in ("bad-token", "no-token"):
                     headers = {"Authorization": "Bearer wrong-wrong-wrong-wrong"} if how == "bad-token" else {}
                     async with httpx2.AsyncClient(base_url=server.url, timeout=120, headers=headers) as other:

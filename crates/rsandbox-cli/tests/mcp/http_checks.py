@@ -160,4 +160,5 @@ async def main():
         server.stop()
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -20,7 +20,7 @@ pub use interrupt::Interrupter;
 pub use outcome::signal_name;
 pub use tool_bridge::ToolEvent;
 
-use crate::errors::EngineError;
+use crate::errors::{EngineError, RefusedLayer};
 use crate::events::{Event, OutputStream};
 use crate::meter::{self, Meter};
 use crate::result::EvalResult;
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use streams::{pipe, Output, Stream, READ_BUDGET};
 use tool_bridge::ToolBridge;
 use violations::{ViolationWatch, Watch};
-use wire::child_link::{await_lockdown, await_report, encode_request, ChildReports, Lockdown};
+use wire::child_link::{await_lockdown, encode_request, ChildReports, Lockdown};
 use wire::messages::{ChildReport, ChildRequest, ToolStub, ZygoteEvent, ZygoteRequest};
 use wire::seqpacket::Channel;
 use wire::zygote_link::SpawnFds;
@@ -51,6 +51,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// How long a request between evaluations (files, snapshots) may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Output a child may write while it serves a request between evaluations: its own
+/// answers travel in reports, so this is only what code running meanwhile prints.
+const MAX_EXCHANGE_OUTPUT: usize = 1 << 20;
 /// Bytes of replies a child may leave unread before it is stopped: a child that makes
 /// calls and never reads the answers would otherwise grow the supervisor without bound.
 const MAX_UNREAD_REPLIES: usize = 8 << 20;
@@ -110,10 +113,17 @@ pub struct SandboxChild {
     forked: bool,
     exit: Option<Exit>,
     dead: bool,
+    /// The sandbox's CPU seconds and memory (its policy's), metered during exchanges
+    /// between evaluations as during evaluations.
+    cpu_limit: Option<u64>,
+    memory_limit: Option<u64>,
 }
 
 /// The state of one request while it runs.
 struct Execution {
+    /// `None`: an evaluation (its answer is `evaluated` or `quit`); `Some(tag)`: a
+    /// request between evaluations, answered by one report (`tag`, or `refused`).
+    awaiting: Option<&'static str>,
     deadline: Instant,
     max_output: usize,
     /// Encoded frames not yet written to the child (the request, tool replies).
@@ -129,6 +139,9 @@ struct Execution {
     interrupt_on_timeout: bool,
     /// Bytes of stdout and stderr already streamed.
     streamed: [usize; 2],
+    /// Bytes of messages and warnings streamed as they were signalled: they count
+    /// against the output limit as they arrive, as captured output does.
+    streamed_reports: usize,
     /// When the meter reads the sandbox next.
     next_sample: Instant,
     cpu_limit_ms: Option<u64>,
@@ -168,6 +181,7 @@ impl SandboxChild {
             stderr: err_w.as_fd(),
             violations: viol_child.as_fd(),
         };
+        let (cpu_limit, memory_limit) = (policy.limits.cpu_seconds, policy.limits.memory);
         let (req, events) = zygote.spawn(
             |req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs },
             fds,
@@ -211,6 +225,8 @@ impl SandboxChild {
                 learning: false,
             },
             lockdown_us: 0,
+            cpu_limit,
+            memory_limit,
             meter: None,
             forked: false,
             exit: None,
@@ -246,7 +262,7 @@ impl SandboxChild {
                 self.lockdown_us = lockdown_us;
                 applied
             }
-            Ok(Lockdown::Failed(error)) => return Err(EngineError::Setup(with_remedy(error))),
+            Ok(Lockdown::Failed(error)) => return Err(setup_failure(error)),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
         listener
@@ -258,26 +274,61 @@ impl SandboxChild {
         Ok(applied)
     }
 
-    /// One request between evaluations (tools, files, snapshots) and its answer. A
-    /// child that fails to answer is killed: it is in an unknown state.
+    /// One request between evaluations (tools, files, snapshots) and its answer. Code
+    /// may run here (a snapshot reads the session's variables: active bindings and
+    /// promises are code; a restore unserializes), so it is driven like an evaluation:
+    /// one deadline for the whole exchange, the meter, and the clean-up of whatever R
+    /// left running. A child that does not answer cleanly is killed: it is in an
+    /// unknown state.
     pub fn exchange(&mut self, request: &ChildRequest, expected: &'static str) -> Result<ChildReport, EngineError> {
-        let ctl =
-            self.ctl.as_mut().ok_or_else(|| EngineError::Setup("the sandbox child is no longer running".into()))?;
-        let step = (|| -> Result<ChildReport, String> {
-            let io_err = |e: io::Error| e.to_string();
-            ctl.set_nonblocking(false).map_err(io_err)?;
-            ctl.set_read_timeout(Some(EXCHANGE_TIMEOUT)).map_err(io_err)?;
-            ctl.write_all(&encode_request(request)).map_err(io_err)?;
-            let answer = await_report(&*ctl, expected).map_err(|e| e.to_string())?;
-            ctl.set_read_timeout(None).map_err(io_err)?;
-            ctl.set_nonblocking(true).map_err(io_err)?;
-            Ok(answer)
-        })();
-        step.map_err(|e| {
-            self.kill();
-            self.dead = true;
-            EngineError::Setup(format!("the sandbox did not answer {}: {e}", request.tag()))
-        })
+        if !self.is_alive() {
+            return Err(EngineError::Setup("the sandbox child is no longer running".into()));
+        }
+        self.resume();
+        let start = Instant::now();
+        self.output.clear();
+        let mut run = Execution {
+            awaiting: Some(expected),
+            deadline: start + EXCHANGE_TIMEOUT,
+            max_output: MAX_EXCHANGE_OUTPUT,
+            outgoing: encode_request(request),
+            killed: None,
+            evaluated: None,
+            exited_at: None,
+            protocol_error: None,
+            interrupted_at: None,
+            timed_out: false,
+            interrupt_on_timeout: false,
+            streamed: [0, 0],
+            streamed_reports: 0,
+            next_sample: start,
+            cpu_limit_ms: self.cpu_limit.map(|s| s.saturating_mul(1000)),
+            memory_limit: self.memory_limit,
+            metered_cpu_ms: None,
+            metered_memory_peak: 0,
+        };
+        // No host tools answer here: a tool call is refused like an unknown tool's.
+        let mut observe = |_: ToolEvent<'_>| {};
+        let mut bridge = ToolBridge {
+            tools: &[],
+            max_calls: 0,
+            max_message: 0,
+            observer: &mut observe,
+            calls: 0,
+            cap_exceeded: false,
+        };
+        let driven = self.drive(&mut run, &mut bridge, false, &mut |_| {});
+        // The pipes' bytes belong to no evaluation.
+        self.output.clear();
+        let failure = match (&driven, run.killed.take(), run.evaluated.take()) {
+            (Ok(()), None, Some(answer)) if self.is_alive() => return Ok(answer),
+            (Err(e), _, _) => e.to_string(),
+            (_, Some(reason), _) => format!("it was stopped ({})", reason.describe()),
+            (_, None, _) => "it ended without answering".to_string(),
+        };
+        self.kill();
+        self.dead = true;
+        Err(EngineError::Setup(format!("the sandbox did not answer {}: {failure}", request.tag())))
     }
 
     /// Define host tools in a child forked without them (a pre-forked child becoming a
@@ -324,6 +375,17 @@ impl SandboxChild {
         n != 0
     }
 
+    /// Let R run again (stopped since its last request, see [`meter::stop_group`]). Only
+    /// R: whatever else a request left was killed at its end. A child that is gone is
+    /// no error here: the request finds out and says why.
+    fn resume(&self) {
+        // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
+        // info.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGCONT, std::ptr::null::<u8>(), 0)
+        };
+    }
+
     /// SIGKILL the child (its group dies with it, killed by the zygote on reaping).
     pub fn kill(&self) {
         // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
@@ -339,6 +401,7 @@ impl SandboxChild {
         if !self.is_alive() {
             return Err(EngineError::Setup("the sandbox child is no longer running".into()));
         }
+        self.resume();
         let start = Instant::now();
         self.output.clear();
         let stream = request.on_event.is_some();
@@ -348,6 +411,7 @@ impl SandboxChild {
             None => &mut ignore,
         };
         let mut run = Execution {
+            awaiting: None,
             deadline: start + request.timeout,
             max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
             outgoing: encode_request(&ChildRequest::Eval {
@@ -365,6 +429,7 @@ impl SandboxChild {
             timed_out: false,
             interrupt_on_timeout: request.interrupt_on_timeout,
             streamed: [0, 0],
+            streamed_reports: 0,
             next_sample: start,
             cpu_limit_ms: request.cpu_limit.map(|s| s.saturating_mul(1000)),
             memory_limit: request.memory_limit,
@@ -383,34 +448,48 @@ impl SandboxChild {
             calls: 0,
             cap_exceeded: false,
         };
-        while !self.finished(&mut run)? {
-            let pollfds = self.wait(&run);
+        self.drive(&mut run, &mut bridge, stream, &mut *emit)?;
+        Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
+    }
+
+    /// Run one request to its end: its deadline, the meter, violations, output, tool
+    /// calls, and at its end the clean-up of whatever R left running. Every exchange
+    /// with a child that may run code goes through here.
+    fn drive(
+        &mut self,
+        run: &mut Execution,
+        bridge: &mut ToolBridge<'_, '_>,
+        stream: bool,
+        emit: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), EngineError> {
+        while !self.finished(run)? {
+            let pollfds = self.wait(run);
             if pollfds[WAKE].revents != 0 && self.interrupter.take_request() && run.interrupted_at.is_none() {
                 run.interrupted_at = Some(Instant::now());
             }
-            self.on_output(&mut run, &pollfds);
+            self.on_output(run, &pollfds);
             if stream {
-                self.stream_pipes(&mut run, &mut *emit);
+                self.stream_pipes(run, &mut *emit);
             }
             if pollfds[VIOLATIONS].revents != 0 {
-                self.on_violation_channel(&mut run, pollfds[VIOLATIONS].revents);
+                self.on_violation_channel(run, pollfds[VIOLATIONS].revents);
             }
             if let Some(why) = self.violations.learning_lost().filter(|_| run.killed.is_none()) {
-                self.stop(&mut run, KillReason::ReporterLost(why));
+                self.stop(run, KillReason::ReporterLost(why));
             }
-            self.on_control(&mut run, &pollfds, &mut bridge, &mut *emit);
+            self.on_control(run, &pollfds, bridge, &mut *emit);
             if run.exited_at.is_none() && pollfds[PIDFD].revents != 0 {
                 run.exited_at = Some(Instant::now());
                 self.dead = true;
             }
-            self.meter_sample(&mut run);
+            self.meter_sample(run);
         }
         if stream {
             // What the last read (in `finished`) collected after the final round: a
             // stream ends with everything the result holds.
-            self.stream_pipes(&mut run, &mut *emit);
+            self.stream_pipes(run, &mut *emit);
         }
-        Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
+        Ok(())
     }
 
     /// When it is due: look for processes besides R, and once there are, read the
@@ -491,6 +570,11 @@ impl SandboxChild {
         }
         // A finished request on a live child: collect what the pipes still hold.
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
+            // Nothing of the sandbox runs between requests: stop it all first.
+            if let Some(Err(e)) = self.meter.as_ref().map(meter::stop_group) {
+                self.stop(run, KillReason::ReporterLost(format!("could not stop the sandbox after the request: {e}")));
+                return Ok(false);
+            }
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
             // the channel) between requests. A process made (or reaped) since the last
@@ -667,11 +751,24 @@ impl SandboxChild {
                         break;
                     }
                 }
-                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. }))) => {
+                Ok(Some(done @ (ChildReport::Evaluated { .. } | ChildReport::Quit { .. })))
+                    if run.awaiting.is_none() =>
+                {
                     run.evaluated = Some(done)
                 }
+                // Between evaluations: the one answer (its kind is the caller's to check).
+                Ok(Some(answer)) if run.awaiting.is_some() && !matches!(answer, ChildReport::Output { .. }) => {
+                    run.evaluated = Some(answer)
+                }
                 Ok(Some(ChildReport::Output { stream, text })) => match OutputStream::from_child(&stream) {
-                    Some(stream) => emit(Event::Output { stream, text: &text }),
+                    Some(_) if self.output.kept() + run.streamed_reports + text.len() > run.max_output => {
+                        self.stop(run, KillReason::OutputLimit);
+                        break;
+                    }
+                    Some(stream) => {
+                        run.streamed_reports += text.len();
+                        emit(Event::Output { stream, text: &text })
+                    }
                     None => {
                         run.protocol_error = Some(format!("output on an unknown stream {stream:?}"));
                         break;
@@ -727,30 +824,21 @@ impl SandboxChild {
     }
 }
 
-/// A lockdown failure, with what the operator can do about it when there is a choice.
-fn with_remedy(error: String) -> String {
+/// A lockdown failure, as the layer refused when the operator can choose to go without it.
+fn setup_failure(error: String) -> EngineError {
     let refused = |e: &str| e.contains("Operation not permitted") || e.contains("Permission denied");
-    if error.contains("failed to create namespaces") && refused(&error) {
-        format!(
-            "{error}. This environment refuses new namespaces (a container runtime's default seccomp \
-             profile does): run without them with --no-namespaces (EngineConfig::namespaces = false); \
-             every other layer still holds, and `rsandbox check --no-namespaces` shows what you get"
-        )
+    let layer = if error.contains("failed to create namespaces") && refused(&error) {
+        Some(RefusedLayer::Namespaces)
     } else if error.contains("does not enforce Landlock") {
-        format!(
-            "{error}. This kernel (or runtime, such as gVisor) offers no Landlock: run with --best-effort \
-             (EngineConfig::best_effort = true) to use the other layers (the private root, seccomp, rlimits \
-             and the uid drop still hold); `rsandbox check --best-effort` shows what you get"
-        )
+        Some(RefusedLayer::Landlock)
     } else if error.contains("root directory is not a mount point") {
-        format!(
-            "{error}. Run without namespaces with --no-namespaces (EngineConfig::namespaces = false): \
-             every other layer still holds (host paths stay unreadable, but visible to stat; the \
-             workspace is a plain directory without a quota), and `rsandbox check --no-namespaces` \
-             shows what you get"
-        )
+        Some(RefusedLayer::PrivateRoot)
     } else {
-        error
+        None
+    };
+    match layer {
+        Some(layer) => EngineError::LayerRefused { layer, error },
+        None => EngineError::Setup(error),
     }
 }
 

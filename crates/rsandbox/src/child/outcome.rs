@@ -23,6 +23,22 @@ pub(crate) enum KillReason {
     MemoryLimit,
 }
 
+impl KillReason {
+    /// Why, in a few words, for an error about a request between evaluations.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            KillReason::Timeout => "time limit".into(),
+            KillReason::OutputLimit => "output limit".into(),
+            KillReason::Violation => "a forbidden system call".into(),
+            KillReason::Protocol => "it broke protocol".into(),
+            KillReason::ReporterLost(why) => format!("its violations could not be watched: {why}"),
+            KillReason::InterruptTimeout => "it ignored an interrupt".into(),
+            KillReason::CpuLimit => "CPU limit".into(),
+            KillReason::MemoryLimit => "memory limit".into(),
+        }
+    }
+}
+
 /// How the child process ended, as the zygote reported it.
 pub(crate) struct Exit {
     pub(crate) code: Option<i32>,

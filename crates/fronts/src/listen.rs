@@ -1,3 +1,6 @@
+//! What every HTTP listener of rsandbox (`serve --http` and `mcp --http`) shares: the
+//! accept loop and the body limit.
+//!
 //! The accept loop: HTTP/1.1 connections with a header timeout (which also bounds how
 //! long a kept-alive connection may sit idle: hyper starts it again after each
 //! response), and a graceful stop: stop accepting, let running requests finish within a
@@ -7,6 +10,11 @@
 //! apply any header or idle timeout, and a client holding connections open without
 //! sending anything would hold their tasks and descriptors forever.
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -14,6 +22,9 @@ use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+/// Largest request body any listener reads: code, files (base64) and JSON punctuation.
+pub const MAX_BODY: usize = 16 << 20;
 
 /// How connections are served.
 #[derive(Clone, Copy, Debug)]
@@ -77,4 +88,45 @@ pub async fn run(listener: TcpListener, app: Router, limits: ConnectionLimits, s
             false
         }
     }
+}
+
+/// An error in the shape every HTTP front answers: `{"error": {"code", "message"}}`.
+pub fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({"error": {"code": code, "message": message}}))).into_response()
+}
+
+/// Middleware for a service that reads its body itself (rmcp's does, without a limit):
+/// a body declared over [`MAX_BODY`] gets 413 before any of it is read; one without a
+/// length (chunked) gets 413 as soon as more than that has arrived. Either way the rest
+/// is not read (the connection then closes) and at most [`MAX_BODY`] is ever held.
+pub async fn limit_body(request: Request, next: Next) -> Response {
+    let too_large = || {
+        json_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            &format!("the request body is over this server's limit of {} MiB", MAX_BODY >> 20),
+        )
+    };
+    let declared =
+        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large();
+    }
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(e) if is_length_limit(&e) => too_large(),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, "bad_input", &format!("cannot read the request body: {e}")),
+    }
+}
+
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
