@@ -14,6 +14,7 @@ A difference is
   network  the sandbox has no sockets: connection, URL, download errors;
   known    any other difference listed in known-differences.tsv (with its reason);
   unexpected  any other difference: a fidelity bug, or a new one to explain.
+A page plain R does not finish within its timeout is "slow": not compared, not a failure.
 The run fails on an unexpected difference, and on a listed one that no longer occurs
 (so the list stays true). Usage:
 
@@ -192,10 +193,13 @@ def run_sandbox(server, code, timeout):
 
 
 def classify(plain, sandbox):
-    """same, program, network or other."""
+    """same, program, network, other, or slow (plain R over its timeout on a loaded
+    machine: grDevices/hcl's 71 MB PDF; reported, not a failure)."""
     p_ok, s_ok = plain["outcome"] == "ok", sandbox["outcome"] == "ok"
     if p_ok == s_ok:
         return "same"
+    if plain["outcome"] == "timeout":  # no verdict from plain R: not compared
+        return "slow"
     if p_ok:  # the sandbox stopped where plain R ran to the end
         if sandbox.get("syscall") in ("execve", "execveat"):
             return "program"
@@ -263,13 +267,13 @@ def main():
     wall = time.monotonic() - start
 
     # The table.
-    kinds = ["same", "program", "network", "known", "other"]
+    kinds = ["same", "program", "network", "known", "other", "slow"]
     rows = {pkg: dict.fromkeys(kinds, 0) for pkg in a.packages}
     for pkg, _, _, kind in results.values():
         rows[pkg][kind] += 1
     print()
     print(f"{'package':<10} {'examples':>8} {'same':>6} {'program':>8} {'network':>8}"
-          f" {'known':>6} {'unexpected':>10}")
+          f" {'known':>6} {'unexpected':>10} {'slow':>5}")
     total = dict.fromkeys(kinds, 0)
     for pkg in a.packages:
         r = rows[pkg]
@@ -279,9 +283,10 @@ def main():
         for k in kinds:
             total[k] += r[k]
         print(f"{pkg:<10} {n:>8} {r['same']:>6} {r['program']:>8} {r['network']:>8}"
-              f" {r['known']:>6} {r['other']:>10}")
+              f" {r['known']:>6} {r['other']:>10} {r['slow']:>5}")
     print(f"{'total':<10} {sum(total.values()):>8} {total['same']:>6} {total['program']:>8}"
-          f" {total['network']:>8} {total['known']:>6} {total['other']:>10}")
+          f" {total['network']:>8} {total['known']:>6} {total['other']:>10} {total['slow']:>5}")
+    print("(slow: plain R ran over its timeout, so the page is not compared)")
 
     # Every difference, one line each.
     diffs = sorted((page, v) for page, v in results.items() if v[3] != "same")
