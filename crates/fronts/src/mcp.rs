@@ -388,7 +388,9 @@ impl McpServer {
         (system() ends the session), sees only R and its packages, writes only its working directory, \
         and is stopped after timeout_s seconds (default 30, at most 300); memory is limited (2 GB unless \
         the session was created with less) and output to 16 MB. An R error is reported as an error \
-        result; the session keeps its variables. Text beyond 20000 characters is cut, and the result says so."
+        result; the session keeps its variables. Help works in the session: `?topic`, help() and example() \
+        print the help text into the result; vignette() and browseURL() only say that no viewer exists. \
+        Text beyond 20000 characters is cut, and the result says so."
     )]
     async fn run_r(
         &self,
@@ -994,5 +996,6 @@ mod tests {
         let router = McpServer::tool_router();
         let description = router.get("run_r").and_then(|t| t.description.clone()).unwrap_or_default();
         assert!(description.contains(NO_PROGRAMS), "{description}");
+        assert!(description.contains("`?topic`, help() and example() print the help text"), "{description}");
     }
 }
