@@ -23,6 +23,11 @@ pub struct Args {
     /// results go to `only-<list>.md`/`.json` instead of `latest.*`.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// After the run, compare its cost ratios (rsandbox against each peer) with those of
+    /// this earlier results file (e.g. the committed bench/results/latest.json); exit 1
+    /// when one is more than 50% worse. Ratios, not times: the machine is noisy.
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
 }
 
 /// What a run does, derived from the options.

@@ -225,8 +225,21 @@ fn main() {
         "peers": peer_status,
         "binaries": originals,
     });
-    write_results(&cfg, &report, &meta);
+    let doc = write_results(&cfg, &report, &meta);
     if let Some(dir) = zygote.parent() {
         std::fs::remove_dir_all(dir).ok();
+    }
+    if let Some(old) = &args.compare {
+        match report::compare(&doc, old) {
+            Ok(true) => println!("no ratio is more than 50% worse than in {}", old.display()),
+            Ok(false) => {
+                eprintln!("rsandbox-bench: a ratio is more than 50% worse than in {}", old.display());
+                std::process::exit(1);
+            }
+            Err(e) => {
+                eprintln!("rsandbox-bench: --compare: {e}");
+                std::process::exit(2);
+            }
+        }
     }
 }

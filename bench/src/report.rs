@@ -101,7 +101,8 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
-pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
+/// Write the Markdown and JSON files; returns the JSON document.
+pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) -> Value {
     std::fs::create_dir_all(&cfg.out).expect("results directory");
     let mut md = String::new();
     md.push_str("# rsandbox benchmark results\n\n");
@@ -166,13 +167,72 @@ pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) {
     }
     let targets: Vec<Value> =
         report.targets.iter().map(|(t, m, v)| json!({"target": t, "measured": m, "verdict": v})).collect();
-    let doc = json!({"meta": meta, "rows": json_rows, "targets": targets, "notes": report.notes});
+    let ratios = ratios(&Value::Array(json_rows.clone()));
+    let doc = json!({"meta": meta, "rows": json_rows, "ratios": ratios, "targets": targets, "notes": report.notes});
     let (md_path, json_path) =
         (cfg.out.join(format!("{}.md", cfg.results_stem())), cfg.out.join(format!("{}.json", cfg.results_stem())));
     std::fs::write(&md_path, &md).expect("write the results (md)");
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc).unwrap()).expect("write the results (json)");
     println!("\n{md}");
     println!("wrote {} and {}", md_path.display(), json_path.display());
+    doc
+}
+
+/// The cost ratios of a results document's rows: for every peer row (a system that is
+/// not rsandbox's) of a scenario with an rsandbox baseline, how many times the peer's
+/// cost rsandbox's is: baseline median / peer median for times and memory, peer /
+/// baseline for evals/s. Above 1 rsandbox costs more than the peer; a larger value is
+/// worse. Keyed "scenario: rsandbox system / peer system". Older files without a
+/// `ratios` object give the same from their rows.
+pub fn ratios(rows: &Value) -> serde_json::Map<String, Value> {
+    let rows = rows.as_array().cloned().unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    for base in rows.iter().filter(|r| r["baseline"].as_bool() == Some(true)) {
+        let (Some(scenario), Some(b)) = (base["scenario"].as_str(), base["median"].as_f64()) else { continue };
+        for peer in rows.iter().filter(|r| r["scenario"].as_str() == Some(scenario)) {
+            let system = peer["system"].as_str().unwrap_or_default();
+            let Some(m) = peer["median"].as_f64() else { continue };
+            if system.starts_with("rsandbox") || m <= 0.0 || b <= 0.0 {
+                continue;
+            }
+            let higher_is_better = peer["unit"].as_str().is_some_and(|u| u.ends_with("/s"));
+            let cost = if higher_is_better { m / b } else { b / m };
+            let key = format!("{scenario}: {} / {system}", base["system"].as_str().unwrap_or_default());
+            out.insert(key, json!((cost * 1000.0).round() / 1000.0));
+        }
+    }
+    out
+}
+
+/// Compare the ratios of `new` (this run's document) with those of the file `old`:
+/// print each, and return false when one is more than 50% worse (new > 1.5 × old).
+/// Ratios only one of them has, and ratios over 5 (a peer that is a floor), are listed,
+/// not judged.
+pub fn compare(new: &Value, old: &std::path::Path) -> Result<bool, String> {
+    let text = std::fs::read_to_string(old).map_err(|e| format!("read {}: {e}", old.display()))?;
+    let old_doc: Value = serde_json::from_str(&text).map_err(|e| format!("parse {}: {e}", old.display()))?;
+    let of = |doc: &Value| match doc["ratios"].as_object() {
+        Some(r) => r.clone(),
+        None => ratios(&doc["rows"]),
+    };
+    let (new, old_r) = (of(new), of(&old_doc));
+    let mut ok = true;
+    println!("\nCost ratios against {} (rsandbox / peer; fails above 1.5x the old one):", old.display());
+    for (key, value) in &new {
+        let Some(n) = value.as_f64() else { continue };
+        match old_r.get(key).and_then(Value::as_f64) {
+            // rsandbox costing over 5x the peer: the peer is a floor (`/bin/true`) whose
+            // few hundred microseconds are mostly the machine's noise, and so is the ratio.
+            Some(o) if n > 5.0 || o > 5.0 => println!("  floor  {key}: {n:.3} (was {o:.3}; not judged)"),
+            Some(o) if n > 1.5 * o => {
+                ok = false;
+                println!("  WORSE  {key}: {n:.3} (was {o:.3}, {:.0}% worse)", 100.0 * (n / o - 1.0));
+            }
+            Some(o) => println!("  ok     {key}: {n:.3} (was {o:.3})"),
+            None => println!("  new    {key}: {n:.3} (not in the old file)"),
+        }
+    }
+    Ok(ok)
 }
 
 pub fn verdict(measured: f64, target: f64, lower_is_better: bool, unit: &str) -> String {
@@ -285,8 +345,18 @@ pub fn targets(report: &mut Report) {
     ) {
         t.push((
             "P6 `rsandbox exec -- /bin/true` <= unshare -Urnpf --mount-proc".to_string(),
-            format!("{} ms against {} ms", fmt_num(ours), fmt_num(u)),
+            format!("{} ms against {} ms ({:.2} of unshare)", fmt_num(ours), fmt_num(u), ours / u),
             verdict(ours, u, true, "ms"),
+        ));
+    }
+    if let (Some(ours), Some(b)) = (
+        report.median_of("P6", "rsandbox exec -- /bin/true"),
+        report.median_of("P6", "bwrap --unshare-all --ro-bind / / /bin/true"),
+    ) {
+        t.push((
+            "P6 `rsandbox exec -- /bin/true` <= half of bwrap --unshare-all".to_string(),
+            format!("{} ms against {} ms ({:.2} of bwrap)", fmt_num(ours), fmt_num(b), ours / b),
+            verdict(ours, b / 2.0, true, "ms"),
         ));
     }
     if let Some(m) = report.baseline_median("L") {

@@ -53,7 +53,7 @@ const REMEMBERED_CLOSED: usize = 256;
 pub const MAX_MEMORY: u64 = 4 << 30;
 /// The owner of every session where no token file names one (stdio, loopback HTTP).
 const LOCAL: &str = "local";
-/// Longest `timeout_s` a call may ask for.
+/// Longest `timeout` a call may ask for.
 pub const MAX_TIMEOUT_S: f64 = 300.0;
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
 
@@ -64,8 +64,10 @@ pub struct RunR {
     pub code: String,
     /// A session handle from `new_session`. Omit it to use this connection's own session.
     pub session: Option<String>,
-    /// Seconds before the code is stopped (default 30, at most 300).
-    pub timeout_s: Option<f64>,
+    /// Seconds before the code is stopped (default 30, at most 300). `timeout_s` is
+    /// accepted too (its earlier name).
+    #[serde(alias = "timeout_s")]
+    pub timeout: Option<f64>,
 }
 
 /// `new_session`'s arguments.
@@ -73,8 +75,9 @@ pub struct RunR {
 pub struct NewSession {
     /// Memory the code may allocate, e.g. "512M" or "2G" (default 2G).
     pub memory: Option<String>,
-    /// CPU seconds the session may use in all.
-    pub cpu_s: Option<u64>,
+    /// CPU seconds the session may use in all. `cpu_s` is accepted too (its earlier name).
+    #[serde(alias = "cpu_s")]
+    pub cpu: Option<u64>,
 }
 
 /// A file in a session's workspace.
@@ -386,9 +389,11 @@ impl McpServer {
         Variables and loaded packages persist between calls. Without `session`, this connection's own \
         session is used (created on first use). The sandbox has no network, cannot run programs \
         (system() ends the session), sees only R and its packages, writes only its working directory, \
-        and is stopped after timeout_s seconds (default 30, at most 300); memory is limited (2 GB unless \
+        and is stopped after timeout seconds (default 30, at most 300); memory is limited (2 GB unless \
         the session was created with less) and output to 16 MB. An R error is reported as an error \
-        result; the session keeps its variables. Text beyond 20000 characters is cut, and the result says so."
+        result; the session keeps its variables. Help works in the session: `?topic`, help() and example() \
+        print the help text into the result; vignette() and browseURL() only say that no viewer exists. \
+        Text beyond 20000 characters is cut, and the result says so."
     )]
     async fn run_r(
         &self,
@@ -406,7 +411,7 @@ impl McpServer {
     #[tool(
         annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
         description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
-        Optional limits: memory (e.g. \"512M\"), cpu_s (CPU seconds in all). The server caps the sessions open \
+        Optional limits: memory (e.g. \"512M\"), cpu (CPU seconds in all). The server caps the sessions open \
         at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
     )]
     async fn new_session(
@@ -420,7 +425,7 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu_s) {
+            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu) {
                 Ok(o) => o,
                 Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
             };
@@ -678,10 +683,10 @@ impl McpServer {
     }
 
     fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
-        let timeout = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
+        let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
         if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_TIMEOUT_S) {
             return Ok(CallToolResult::error(vec![Content::text(format!(
-                "timeout_s must be above 0 and at most {MAX_TIMEOUT_S}"
+                "timeout must be above 0 and at most {MAX_TIMEOUT_S} seconds"
             ))]));
         }
         let session = match self.session_for(owner, args.session) {
@@ -994,5 +999,6 @@ mod tests {
         let router = McpServer::tool_router();
         let description = router.get("run_r").and_then(|t| t.description.clone()).unwrap_or_default();
         assert!(description.contains(NO_PROGRAMS), "{description}");
+        assert!(description.contains("`?topic`, help() and example() print the help text"), "{description}");
     }
 }

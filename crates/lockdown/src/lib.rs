@@ -37,8 +37,9 @@
 //! is missing [`apply`] fails unless [`Policy::best_effort`] is set, and then
 //! [`Applied`] says what was enforced. Namespaces are taken when the kernel allows; a
 //! user namespace entered but left without id maps is an error even with best effort.
-//! Building needs libseccomp ≥ 2.5 (`libseccomp-dev` and `pkg-config` on Debian); it is
-//! used only to generate the seccomp program, never after `fork`.
+//! The seccomp program is generated in Rust (`bpf`); libseccomp ≥ 2.5 (`libseccomp-dev`
+//! and `pkg-config` on Debian) is needed only by the tests, which compare the program
+//! with libseccomp's.
 //!
 //! # Threads
 //! Landlock and seccomp apply to the calling thread and the threads it starts later.

@@ -308,8 +308,9 @@ pub fn access_writable(path: &str) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file (the seccomp program is exported
-/// into one and read back).
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file (libseccomp's reference program
+/// is exported into one and read back, in the tests).
+#[cfg(test)]
 pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: a valid NUL-terminated name alive for the call; integer flags.
@@ -318,6 +319,7 @@ pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
+#[cfg(test)]
 fn check_int_fd(rc: libc::c_int) -> io::Result<RawFd> {
     if rc < 0 {
         Err(io::Error::last_os_error())

@@ -123,12 +123,16 @@ impl Default for EvalOptions {
     }
 }
 
-/// Parse sizes like `512M`, `2G`, `64k`, `1000` (bytes). Binary units.
+/// Parse sizes like `512M`, `1.5G`, `2GiB`, `64k`, `1000` (bytes): the one size parser
+/// of every front and of profiles. Binary units; a fraction rounds down to whole bytes.
 pub fn parse_size(text: &str) -> Result<u64, InputError> {
     let bad = || InputError::BadLimit { what: "size".into(), value: text.to_string() };
     let t = text.trim();
-    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let (number, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len()));
+    let unit = unit.trim_start();
+    if number.is_empty() || number.matches('.').count() > 1 || number.starts_with('.') || number.ends_with('.') {
+        return Err(bad());
+    }
     let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
         "" => 0,
         "K" => 10,
@@ -137,7 +141,16 @@ pub fn parse_size(text: &str) -> Result<u64, InputError> {
         "T" => 40,
         _ => return Err(bad()),
     };
-    let value = n.checked_mul(1u64 << shift).ok_or_else(bad)?;
+    let value = match number.split_once('.') {
+        None => number.parse::<u64>().map_err(|_| bad())?.checked_mul(1u64 << shift).ok_or_else(bad)?,
+        Some(_) => {
+            let exact = number.parse::<f64>().map_err(|_| bad())? * (1u64 << shift) as f64;
+            if !exact.is_finite() || exact >= u64::MAX as f64 {
+                return Err(bad());
+            }
+            exact as u64
+        }
+    };
     if value == 0 {
         return Err(bad());
     }
@@ -223,7 +236,10 @@ mod tests {
         assert_eq!(parse_size("64k").unwrap(), 64 << 10);
         assert_eq!(parse_size("10MiB").unwrap(), 10 << 20);
         assert_eq!(parse_size("1000").unwrap(), 1000);
-        for bad in ["", "M", "-1M", "12Q", "0", "99999999999999T"] {
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_size("0.5 KiB").unwrap(), 512);
+        for bad in ["", "M", "-1M", "12Q", "0", "99999999999999T", "1.2.3G", ".5G", "5.G", "0.0000001", "1e3M", "NaNM"]
+        {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
     }

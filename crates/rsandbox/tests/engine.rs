@@ -789,3 +789,11 @@ fn streamed_messages_count_against_the_output_limit() {
     assert_eq!(r.outcome, Outcome::OutputLimit, "{:?}", r.outcome);
     assert!(streamed <= 100_000, "{streamed} bytes streamed past a 100 kB limit");
 }
+
+#[test]
+fn the_empty_symbol_is_a_value_like_any_other() {
+    let r = engine().eval("quote(expr = )", &EvalOptions::default()).unwrap();
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.stdout, "\n", "R prints it as an empty line");
+    assert_eq!(r.value, json!({"class": ["name"], "printed": ""}));
+}

@@ -360,7 +360,8 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     }
     visible <- step$visible
     # Without echo, as eval() would: the last value, visible or not.
-    if (visible || !.rsb_state$echo) value <- step$value
+    # Boxed: the value may be the empty symbol, which cannot be bound to a name.
+    if (visible || !.rsb_state$echo) value <- list(step$value)
   }
 
   # Devices buffer pages until closed; close them so the PNGs are complete
@@ -372,7 +373,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
             else .rsb_error_status(err$message, warning_messages$get())
   .rsb_result(
     status = status,
-    value = if (is.null(value)) "null" else rsandbox_to_json(value),
+    value = if (is.null(value) || is.null(value[[1]])) "null" else rsandbox_to_json(value[[1]]),
     visible = visible,
     messages = messages$get(),
     warning_messages = warning_messages$get(),
@@ -431,7 +432,13 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # environment whose parent is globalenv(), so S3 methods the user defined in
 # globalenv() are dispatched. A local print binding keeps a user-defined
 # `print` function from replacing the generic.
+# Primitives only: they take the value without binding it to a name.
+.rsb_is_empty_symbol <- function(x) is.symbol(x) && !nzchar(as.character(x))
+
 .rsb_autoprint <- function(x) {
+  # The empty symbol (quote(expr = )) is a value R can return; once bound to a name it
+  # reads as a missing argument. R prints it as an empty line.
+  if (.rsb_is_empty_symbol(x)) return(invisible(cat("\n")))
   env <- new.env(parent = globalenv())
   assign("x", x, envir = env)
   if (isS4(x)) {
@@ -562,6 +569,8 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # JSON encoding (rules at the top of this file)
 
 rsandbox_to_json <- function(x) {
+  # The empty symbol: a symbol that prints as nothing.
+  if (.rsb_is_empty_symbol(x)) return('{"class":["name"],"printed":""}')
   out <- tryCatch(.rsb_json(x, 0L), error = function(e) NULL)
   if (is.character(out) && length(out) == 1L && !is.na(out)) return(enc2utf8(out))
   .rsb_json_printed(x)

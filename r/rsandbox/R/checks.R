@@ -83,11 +83,11 @@ check_size <- function(x, arg, call) {
   if (is.numeric(x) && length(x) == 1L && !is.na(x) && is.finite(x) && x >= 1 && x == round(x)) {
     return(format(x, scientific = FALSE, trim = TRUE))
   }
-  if (is.character(x) && length(x) == 1L && !is.na(x) && grepl("^\\s*[0-9]+\\s*([kKmMgGtT]?[iI]?[bB]?)\\s*$", x) &&
-      !grepl("^\\s*0+\\s*[a-zA-Z]*\\s*$", x)) {
+  if (is.character(x) && length(x) == 1L && !is.na(x) && grepl("^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgGtT]?[iI]?[bB]?)\\s*$", x) &&
+      !grepl("^\\s*[0.]+\\s*[a-zA-Z]*\\s*$", x)) {
     return(gsub("\\s", "", x))
   }
-  bad_input(c("{.arg {arg}} must be a size such as {.val 512M} or {.val 2G}, or a whole number of bytes, not {describe(x)}."),
+  bad_input(c("{.arg {arg}} must be a size such as {.val 512M} or {.val 1.5G}, or a whole number of bytes, not {describe(x)}."),
             call = call)
 }
 
