@@ -1,8 +1,9 @@
 # Extract the examples of R's base packages' help pages, one file per page, as
 # example() would run them without \dontrun and \donttest sections:
 #   Rscript --vanilla tests/r-examples/extract.R OUTDIR [PKG ...]
-# writes OUTDIR/PKG/TOPIC.R (pages without examples are skipped). Runs on the host, in
-# plain R: this is trusted code of ours reading R's own help database.
+# writes OUTDIR/PKG/TOPIC.R (pages without examples are skipped) and OUTDIR/R_VERSION
+# (R.version.string: the plain-R baseline is valid for that version only). Runs on the
+# host, in plain R: this is trusted code of ours reading R's own help database.
 args <- commandArgs(trailingOnly = TRUE)
 if (length(args) < 1L) stop("usage: extract.R OUTDIR [PKG ...]")
 out <- args[[1L]]
@@ -10,6 +11,8 @@ pkgs <- args[-1L]
 if (!length(pkgs))
     pkgs <- c("base", "stats", "utils", "graphics", "grDevices", "methods",
               "datasets", "tools", "grid", "splines")
+dir.create(out, recursive = TRUE, showWarnings = FALSE)
+writeLines(R.version.string, file.path(out, "R_VERSION"))
 for (p in pkgs) {
     db <- tools::Rd_db(p)
     d <- file.path(out, p)

@@ -2,11 +2,19 @@
 """R's documentation examples, in plain `Rscript --vanilla` and in the sandbox.
 
 For every help page of R's base packages that has examples (tools::Rd_db + tools::Rd2ex,
-without \\dontrun and \\donttest: extract.R), run the page's example code once in plain
-R (`timeout 120 Rscript --vanilla`, in a fresh directory) and once in the sandbox
-(`rsandbox serve --stdio`, an `eval` with a 60 s timeout), and compare the outcome: ran to
-the end, or not (error, timeout, crash, violation). Output text is not compared (plots,
-timings, random numbers and temporary file names differ).
+without \\dontrun and \\donttest: extract.R), take the page's example code's outcome in
+plain R (`timeout 120 Rscript --vanilla`, in a fresh directory) and run it in the sandbox
+(`rsandbox serve --stdio`, one server, an `eval` with a 60 s timeout, --jobs requests in
+flight), and compare the outcome: ran to the end, or not (error, timeout, crash,
+violation). Output text is not compared (plots, timings, random numbers and temporary
+file names differ).
+
+The plain-R side is cached: plain-r-baseline.tsv holds each page's plain outcome with the
+R version and a hash of the page's code it was taken with (written by --update-baseline).
+A page whose R version and code hash match its line is not run in plain R; any other page
+is (a new R version: every page, and the run says how to update the baseline). Plain R is
+R's own examples on the host, trusted and deterministic enough to cache; the sandbox side
+always runs.
 
 A difference is
   program  the sandbox withholds programs: an `execve` violation, or an error that
@@ -14,14 +22,18 @@ A difference is
   network  the sandbox has no sockets: connection, URL, download errors;
   known    any other difference listed in known-differences.tsv (with its reason);
   unexpected  any other difference: a fidelity bug, or a new one to explain.
-A page plain R does not finish within its timeout is "slow": not compared, not a failure.
+A page plain R does not finish within its timeout is "slow": not compared, not a failure
+(a baseline line with outcome timeout is not used: the page runs in plain R again).
 The run fails on an unexpected difference, and on a listed one that no longer occurs
 (so the list stays true). Usage:
 
-  tests/r-examples/run.py --rsandbox target/debug/rsandbox [--jobs 2] [--only RE] [PKG ...]
+  tests/r-examples/run.py --rsandbox target/debug/rsandbox [--jobs 3] [--only RE] [PKG ...]
+  tests/r-examples/run.py --update-baseline [--only RE] [PKG ...]   plain R only
+  tests/r-examples/run.py --no-baseline ...                         plain R for every page
 """
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -51,7 +63,10 @@ NETWORK_RE = re.compile(
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rsandbox", default="target/debug/rsandbox")
-    p.add_argument("--jobs", type=int, default=2, help="examples run at once (default 2)")
+    p.add_argument("--jobs", type=int, default=3,
+                   help="sandbox evaluations in flight at once (default 3: fastest on 2 cores)")
+    p.add_argument("--plain-jobs", type=int, default=2,
+                   help="plain Rscript runs at once, for pages the baseline does not cover")
     p.add_argument("--timeout", type=int, default=60, help="seconds per example in the sandbox")
     p.add_argument("--plain-timeout", type=int, default=120,
                    help="seconds per example in plain R (its default device, pdf, is slower "
@@ -59,6 +74,15 @@ def parse_args():
                         "71 MB PDF, 74 s against 28 s on a loaded 2-core machine)")
     p.add_argument("--only", help="regular expression over PKG/TOPIC: run only those pages")
     p.add_argument("--known", default=os.path.join(HERE, "known-differences.tsv"))
+    p.add_argument("--baseline", default=os.path.join(HERE, "plain-r-baseline.tsv"))
+    p.add_argument("--update-baseline", action="store_true",
+                   help="run the selected pages in plain R only (timeout --baseline-timeout) "
+                        "and write their lines into --baseline (other pages' lines are kept "
+                        "when only some pages are selected)")
+    p.add_argument("--baseline-timeout", type=int, default=300,
+                   help="seconds per example in plain R under --update-baseline (default 300)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="run every page in plain R, ignoring the baseline")
     p.add_argument("--report", help="write every page's outcomes here (TSV)")
     p.add_argument("--verbose", action="store_true", help="print each page as it finishes")
     p.add_argument("packages", nargs="*", default=PACKAGES)
@@ -77,6 +101,50 @@ def read_known(path):
                 sys.exit(f"{path}:{n}: expected PKG/TOPIC<TAB>reason, got {line!r}")
             known[parts[0].strip()] = parts[1].strip()
     return known
+
+
+BASELINE_HEADER = """\
+# Plain `Rscript --vanilla` outcomes of R's documentation examples, the cached plain-R side
+# of tests/r-examples/run.py. Written by `scripts/r-examples.sh --update-baseline`; a line
+# is used only while R's version and the page's code (sha256 of the code run, first 16
+# hex digits) are the same, otherwise the page runs in plain R again.
+page\tr_version\tcode_sha256\toutcome\tms\terror
+"""
+BASELINE_FIELDS = ["page", "r_version", "code_sha256", "outcome", "ms", "error"]
+
+
+def code_hash(code):
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()[:16]
+
+
+def read_baseline(path):
+    base = {}
+    if not os.path.exists(path):
+        return base
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#") or line.startswith("page\t"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != len(BASELINE_FIELDS):
+                sys.exit(f"{path}:{n}: expected {len(BASELINE_FIELDS)} tab-separated fields "
+                         f"({', '.join(BASELINE_FIELDS)}), got {line!r}")
+            row = dict(zip(BASELINE_FIELDS, parts))
+            row["ms"] = int(row["ms"])
+            base[row["page"]] = row
+    return base
+
+
+def write_baseline(path, base):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(BASELINE_HEADER)
+        for page in sorted(base):
+            r = base[page]
+            f.write("\t".join([page, r["r_version"], r["code_sha256"], r["outcome"],
+                               str(r["ms"]), one_line(r["error"], 300)]) + "\n")
+    os.replace(tmp, path)
 
 
 def one_line(text, limit=200):
@@ -213,7 +281,7 @@ def classify(plain, sandbox):
 def main():
     a = parse_args()
     rsandbox = os.path.abspath(a.rsandbox)
-    if not os.access(rsandbox, os.X_OK):
+    if not a.update_baseline and not os.access(rsandbox, os.X_OK):
         sys.exit(f"{rsandbox}: not built (cargo build --workspace)")
     rscript = shutil.which("Rscript") or sys.exit("Rscript not found")
     known = read_known(a.known)
@@ -224,6 +292,8 @@ def main():
     try:
         subprocess.run([rscript, "--vanilla", os.path.join(HERE, "extract.R"), exdir,
                         *a.packages], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(exdir, "R_VERSION"), encoding="utf-8") as f:
+            r_version = f.read().strip()
         pages = []
         for pkg in a.packages:
             for name in sorted(os.listdir(os.path.join(exdir, pkg))):
@@ -236,32 +306,131 @@ def main():
                 pages.append((pkg, page, head + body))
     finally:
         shutil.rmtree(exdir, ignore_errors=True)
-    print(f"{len(pages)} help pages with examples; {a.jobs} at a time, "
-          f"timeouts {a.plain_timeout} s in plain R, {a.timeout} s in the sandbox", flush=True)
+
+    base = read_baseline(a.baseline)
+    base_name = os.path.relpath(a.baseline)
+
+    if a.update_baseline:
+        print(f"{len(pages)} help pages with examples, in plain R ({r_version}); "
+              f"{a.plain_jobs} at a time, timeout {a.baseline_timeout} s", flush=True)
+        done = [0]
+        lock = threading.Lock()
+
+        def plain_task(item):
+            pkg, page, code = item
+            plain = run_plain(rscript, code, a.baseline_timeout)
+            with lock:
+                done[0] += 1
+                base[page] = {"page": page, "r_version": r_version,
+                              "code_sha256": code_hash(code), **plain}
+                if a.verbose or plain["outcome"] != "ok":
+                    print(f"[{done[0]}/{len(pages)}] {page}: {plain['outcome']} "
+                          f"{plain['ms']} ms {one_line(plain['error'], 160)}", flush=True)
+
+        with ThreadPoolExecutor(max_workers=a.plain_jobs) as pool:
+            list(pool.map(plain_task, pages))
+        if not only and a.packages == PACKAGES:  # a full update: drop pages that are gone
+            ran = {page for _, page, _ in pages}
+            for page in [p for p in base if p not in ran]:
+                del base[page]
+        write_baseline(a.baseline, base)
+        outcomes = {}
+        for _, page, _ in pages:
+            outcomes[base[page]["outcome"]] = outcomes.get(base[page]["outcome"], 0) + 1
+        print(f"wrote {base_name}: {len(pages)} pages updated "
+              f"({', '.join(f'{n} {o}' for o, n in sorted(outcomes.items()))}), "
+              f"{len(base)} in all, in {time.monotonic() - start:.0f} s")
+        if outcomes.get("timeout"):
+            print("note: a timeout line is not used (the page runs in plain R every time); "
+                  "rerun on a quieter machine or with a larger --baseline-timeout")
+        return 0
+
+    # Which pages the baseline covers.
+    cached, stale_version, changed, missing = {}, 0, 0, 0
+    for _, page, code in pages:
+        row = None if a.no_baseline else base.get(page)
+        if row is None:
+            missing += 1
+        elif row["r_version"] != r_version:
+            stale_version += 1
+        elif row["code_sha256"] != code_hash(code):
+            changed += 1
+        elif row["outcome"] == "timeout":
+            missing += 1
+        else:
+            cached[page] = {"outcome": row["outcome"], "error": row["error"], "ms": row["ms"],
+                            "cached": True}
+    to_plain = [item for item in pages if item[1] not in cached]
+    print(f"{len(pages)} help pages with examples; sandbox: {a.jobs} at a time, timeout "
+          f"{a.timeout} s; plain R ({r_version}): {len(cached)} from {base_name}, "
+          f"{len(to_plain)} to run ({a.plain_jobs} at a time, timeout {a.plain_timeout} s)",
+          flush=True)
+    if a.no_baseline:
+        print("(--no-baseline: every page runs in plain R)")
+    else:
+        why = []
+        if stale_version:
+            vs = sorted({base[p]["r_version"] for _, p, _ in pages
+                         if p in base and base[p]["r_version"] != r_version})
+            why.append(f"{stale_version} taken with another R version ({'; '.join(vs)}, "
+                       f"not {r_version})")
+        if changed:
+            why.append(f"{changed} whose example code changed")
+        if missing:
+            why.append(f"{missing} not in it (or a timeout there)")
+        if why:
+            print(f"baseline: {', '.join(why)}: run in plain R now. To cache them, "
+                  f"update the baseline and commit it:\n  scripts/r-examples.sh "
+                  f"--update-baseline   (plain R only, about 15 minutes on 2 cores)",
+                  flush=True)
+
+    # Longest first (the baseline's plain-R time is the estimate), so that a slow page
+    # does not start last and leave the other workers idle at the end.
+    est = {page: base[page]["ms"] if page in base else 0 for _, page, _ in pages}
+    pages.sort(key=lambda item: -est[item[1]])
 
     server = Server(rsandbox)
+    plains, sandboxes = dict(cached), {}
     results = {}
     done = [0]
     done_lock = threading.Lock()
 
-    def task(item):
-        pkg, page, code = item
-        plain = run_plain(rscript, code, a.plain_timeout)
-        sandbox = run_sandbox(server, code, a.timeout)
+    def finish(pkg, page):
+        """Both sides are in (under done_lock): classify and report."""
+        plain, sandbox = plains[page], sandboxes[page]
         kind = classify(plain, sandbox)
         if kind == "other" and page in known:
             kind = "known"
         results[page] = (pkg, plain, sandbox, kind)
+        done[0] += 1
+        if a.verbose or kind not in ("same", "known"):
+            src = "baseline" if plain.get("cached") else f"{plain['ms']} ms"
+            print(f"[{done[0]}/{len(pages)}] {page}: {kind} (plain {plain['outcome']}"
+                  f" {src}, sandbox {sandbox['outcome']} {sandbox['ms']} ms)", flush=True)
+
+    def plain_task(item):
+        pkg, page, code = item
+        plain = run_plain(rscript, code, a.plain_timeout)
         with done_lock:
-            done[0] += 1
-            if a.verbose or kind not in ("same", "known"):
-                print(f"[{done[0]}/{len(pages)}] {page}: {kind} (plain {plain['outcome']}"
-                      f" {plain['ms']} ms, sandbox {sandbox['outcome']} {sandbox['ms']} ms)",
-                      flush=True)
+            plains[page] = plain
+            if page in sandboxes:
+                finish(pkg, page)
+
+    def sandbox_task(item):
+        pkg, page, code = item
+        sandbox = run_sandbox(server, code, a.timeout)
+        with done_lock:
+            sandboxes[page] = sandbox
+            if page in plains:
+                finish(pkg, page)
 
     try:
+        # Plain R first, then the sandbox: run side by side they would share the 2 cores
+        # and push heavy pages towards their timeouts, for no gain in total time.
+        with ThreadPoolExecutor(max_workers=a.plain_jobs) as pool:
+            list(pool.map(plain_task, to_plain))
         with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            list(pool.map(task, pages))
+            list(pool.map(sandbox_task, pages))
     finally:
         server.close()
     wall = time.monotonic() - start
@@ -319,7 +488,8 @@ def main():
                                    one_line(plain["error"], 300),
                                    one_line(sandbox["error"], 300)]) + "\n")
 
-    print(f"\nwall time {wall:.0f} s for {len(results)} pages ({a.jobs} at a time)")
+    print(f"\nwall time {wall:.0f} s for {len(results)} pages ({a.jobs} at a time in the "
+          f"sandbox, {len(to_plain)} run in plain R)")
     if wall > 360:
         print("note: over 6 minutes; split the run by package across CI jobs "
               "(scripts/r-examples.sh base stats; scripts/r-examples.sh utils graphics ...)")
