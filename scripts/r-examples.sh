@@ -10,7 +10,7 @@
 #   scripts/r-examples.sh --only 'base/(sys|Sys)' --verbose base
 #   scripts/r-examples.sh --update-baseline  rewrite the baseline (plain R only; commit it)
 #   scripts/r-examples.sh --no-baseline      plain R for every page (the uncached check)
-# RSANDBOX_EXAMPLE_JOBS: sandbox evaluations in flight (default 3).
+# RSANDBOX_EXAMPLE_JOBS: sandbox evaluations in flight (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 tests/r-examples/run.py --rsandbox target/debug/rsandbox --jobs "${RSANDBOX_EXAMPLE_JOBS:-3}" "$@"
+exec python3 tests/r-examples/run.py --rsandbox target/debug/rsandbox --jobs "${RSANDBOX_EXAMPLE_JOBS:-2}" "$@"

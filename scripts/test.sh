@@ -13,8 +13,9 @@ cargo build --workspace --quiet
 cargo test --workspace -- --test-threads=2
 # The R package, over the binary just built.
 scripts/test-r.sh
-# R's documentation examples, plain Rscript against the sandbox (15-20 minutes on two
-# shared cores: RSANDBOX_SKIP_R_EXAMPLES=1 skips them, e.g. when a separate CI job runs
+# R's documentation examples in the sandbox against plain Rscript's outcomes (cached in
+# tests/r-examples/plain-r-baseline.tsv; about 3 minutes on two shared cores:
+# RSANDBOX_SKIP_R_EXAMPLES=1 skips them, e.g. when a separate CI job runs
 # scripts/r-examples.sh by package).
 if [ -z "${RSANDBOX_SKIP_R_EXAMPLES:-}" ]; then
     scripts/r-examples.sh

@@ -27,7 +27,7 @@ A page plain R does not finish within its timeout is "slow": not compared, not a
 The run fails on an unexpected difference, and on a listed one that no longer occurs
 (so the list stays true). Usage:
 
-  tests/r-examples/run.py --rsandbox target/debug/rsandbox [--jobs 3] [--only RE] [PKG ...]
+  tests/r-examples/run.py --rsandbox target/debug/rsandbox [--jobs 2] [--only RE] [PKG ...]
   tests/r-examples/run.py --update-baseline [--only RE] [PKG ...]   plain R only
   tests/r-examples/run.py --no-baseline ...                         plain R for every page
 """
@@ -63,8 +63,9 @@ NETWORK_RE = re.compile(
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rsandbox", default="target/debug/rsandbox")
-    p.add_argument("--jobs", type=int, default=3,
-                   help="sandbox evaluations in flight at once (default 3: fastest on 2 cores)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="sandbox evaluations in flight at once (default 2: on 2 cores 3 or 4 are no "
+                        "faster, the evaluations are CPU-bound)")
     p.add_argument("--plain-jobs", type=int, default=2,
                    help="plain Rscript runs at once, for pages the baseline does not cover")
     p.add_argument("--timeout", type=int, default=60, help="seconds per example in the sandbox")
@@ -162,6 +163,8 @@ def plain_error(stderr):
 
 
 def run_plain(rscript, code, timeout):
+    # plain-r-baseline.tsv caches what this returns: a change to how plain R is run here
+    # needs `scripts/r-examples.sh --update-baseline`.
     d = tempfile.mkdtemp(prefix="rex-plain-")
     try:
         with open(os.path.join(d, "ex.R"), "w", encoding="utf-8") as f:
@@ -381,7 +384,7 @@ def main():
         if why:
             print(f"baseline: {', '.join(why)}: run in plain R now. To cache them, "
                   f"update the baseline and commit it:\n  scripts/r-examples.sh "
-                  f"--update-baseline   (plain R only, about 15 minutes on 2 cores)",
+                  f"--update-baseline   (plain R only, about 10 minutes on 2 cores)",
                   flush=True)
 
     # Longest first (the baseline's plain-R time is the estimate), so that a slow page
