@@ -54,8 +54,8 @@ fn binary() -> &'static str {
 enum Reply {
     /// An evaluation's result object (what `rsandbox eval --json` prints).
     Result(Value),
-    /// The front refused the request. `code` is the protocol's code (`None` where the
-    /// front has no codes: MCP).
+    /// The front refused the request with the protocol's code (MCP, which has no
+    /// codes, is checked by its own runner).
     Error {
         code: Option<String>,
         message: String,
@@ -143,8 +143,6 @@ fn check(expect: &Value, reply: &Reply) -> Result<(), String> {
     if let Some(code) = e("error_code") {
         return match reply {
             Reply::Error { code: Some(got), .. } if got == code => Ok(()),
-            // A front without codes (MCP): a refusal is all it can show.
-            Reply::Error { code: None, .. } => Ok(()),
             other => Err(format!("expected error {code}, got {}", clip(&format!("{other:?}")))),
         };
     }
@@ -904,7 +902,10 @@ impl HttpFront {
         loop {
             line.clear();
             if reader.read_line(&mut line).expect("read the stream") == 0 {
-                return Reply::Error { code: None, message: "the stream ended without a result".into() };
+                return Reply::Error {
+                    code: Some("stream ended".into()),
+                    message: "the stream ended without a result".into(),
+                };
             }
             let l = line.trim_end_matches(['\r', '\n']);
             if let Some(v) = l.strip_prefix("event:") {
@@ -961,7 +962,9 @@ fn error_reply(status: u16, text: &[u8], path: &str) -> Reply {
         _ => status,
     };
     if status != expected {
-        return Reply::Error { code: None, message: format!("status {status} for code {code:?}") };
+        // A status that does not go with its code matches no expected code.
+        let code = Some(format!("{} with status {status}", code.as_deref().unwrap_or("no code")));
+        return Reply::Error { code, message: String::from_utf8_lossy(text).into_owned() };
     }
     Reply::Error { code, message: format!("{status} {}", String::from_utf8_lossy(text)) }
 }
@@ -1135,7 +1138,7 @@ impl Front for CliFront {
                 code: match status {
                     Some(2) => Some("bad_input".into()),
                     Some(11) => Some("sandbox_setup_failed".into()),
-                    _ => None,
+                    other => Some(format!("exit {other:?} without a result")),
                 },
                 message: format!("exit {status:?}: {}", clip(&stderr)),
             },
