@@ -34,8 +34,11 @@ mod stream;
 
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
+// The request bodies, for the fuzz target `http_bodies`.
+pub use routes::{EvalBody, ExecuteBody, SessionBody};
 pub use server::ConnectionLimits;
 pub use state::HttpCaps;
+pub use stream::ToolReply;
 
 use crate::auth::Tokens;
 use std::net::SocketAddr;
