@@ -8,8 +8,8 @@
 # where a panic (an overflow, an index, an unwrap, a failed assert) is the crash.
 #
 # New inputs go to a temporary corpus, never into the committed one; to grow the
-# committed corpus, run the target with fuzz/corpus/<target> as its only corpus and
-# minimise it (`cargo fuzz cmin --sanitizer none <target>`).
+# committed corpus (under 200 files each), fuzz longer into a directory of your own and
+# add its best inputs with `python3 fuzz/minimize.py <target> <dir>`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
