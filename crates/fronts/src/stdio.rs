@@ -33,9 +33,11 @@ pub const MAX_SESSIONS: usize = 64;
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
 
+/// A request line, parsed ([`parse_request`]); public for the fuzz targets only.
+#[doc(hidden)]
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", deny_unknown_fields)]
-enum Request {
+pub enum Request {
     #[serde(rename = "eval")]
     Eval {
         id: Value,
@@ -174,6 +176,23 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     }
 }
 
+/// A request line as the server reads it, or the error the client gets for it: the
+/// request's id (`null` when there is none), the error code and the message. Needs no
+/// engine (the fuzz target `stdio_request` calls it).
+pub fn parse_request(line: &str) -> Result<Request, (Value, &'static str, String)> {
+    let raw: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Err((Value::Null, "parse_error", format!("invalid JSON: {e}"))),
+    };
+    let id = raw.get("id").cloned().unwrap_or(Value::Null);
+    match raw.get("op").and_then(Value::as_str) {
+        None => return Err((id, "invalid_request", "missing \"op\"".into())),
+        Some(op) if !OPS.contains(&op) => return Err((id, "unknown_op", format!("unknown op {op:?}"))),
+        Some(_) => {}
+    }
+    serde_json::from_value(raw).map_err(|e| (id, "invalid_request", e.to_string()))
+}
+
 fn is_tool_result(line: &str) -> bool {
     serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("op").and_then(Value::as_str) == Some("tool_result"))
 }
@@ -239,19 +258,9 @@ impl Server {
     }
 
     fn handle(&self, line: &str) {
-        let raw: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => return self.error(&Value::Null, "parse_error", &format!("invalid JSON: {e}")),
-        };
-        let id = raw.get("id").cloned().unwrap_or(Value::Null);
-        match raw.get("op").and_then(Value::as_str) {
-            None => return self.error(&id, "invalid_request", "missing \"op\""),
-            Some(op) if !OPS.contains(&op) => return self.error(&id, "unknown_op", &format!("unknown op {op:?}")),
-            Some(_) => {}
-        }
-        let request: Request = match serde_json::from_value(raw) {
+        let request = match parse_request(line) {
             Ok(r) => r,
-            Err(e) => return self.error(&id, "invalid_request", &e.to_string()),
+            Err((id, code, message)) => return self.error(&id, code, &message),
         };
         match request {
             Request::Eval { id, code, timeout, limits, stream, files, collect, args } => {
