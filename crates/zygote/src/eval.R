@@ -120,6 +120,9 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
     .rsb_load_graphics()
   }
 
+  # After the warm-up, whose warnings are not the children's.
+  .rsb_define_last_warning()
+  .rsb_set_last_warning(list())
   # Preloading may have drawn random numbers; children must not share a seed.
   .rsb_drop_seed()
   .rsb_state$seeded <- FALSE
@@ -197,7 +200,9 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
 }
 
 .rsb_open_png <- function(filename) {
-  grDevices::png(filename = filename, width = 800, height = 600, res = 96,
+  # 7 x 7 inches, the size of R's own default device (pdf()), so that a plot that
+  # fits there fits here (coplot's margins did not fit 800 x 600).
+  grDevices::png(filename = filename, width = 672, height = 672, res = 96,
                  type = .rsb_state$png_type)
 }
 
@@ -347,7 +352,10 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   err <- NULL
   interrupted <- FALSE
   for (i in seq_along(exprs)) {
+    .rsb_state$warned <- list()
     step <- .rsb_eval_toplevel(exprs[[i]], log)
+    # As R's REPL: warnings() (last.warning) holds the last top-level call's warnings.
+    if (length(.rsb_state$warned)) .rsb_set_last_warning(.rsb_state$warned)
     if (isTRUE(step$interrupted)) {
       interrupted <- TRUE
       visible <- FALSE
@@ -418,8 +426,34 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   # warn >= 2: decline, so R's default handler turns it into an error that
   # the enclosing tryCatch records, as Rscript would.
   if (warn >= 2L) return(invisible())
-  if (warn >= 0L) log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
+  if (warn >= 0L) {
+    log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
+    if (length(.rsb_state$warned) < 50L) {
+      .rsb_state$warned[length(.rsb_state$warned) + 1L] <- list(conditionCall(w))
+      names(.rsb_state$warned)[length(.rsb_state$warned)] <- .rsb_condition_message(w)
+    }
+  }
   invokeRestart("muffleWarning")
+}
+
+# R itself adds last.warning to the base environment (R code may only change an
+# existing binding there): printing a deferred warning once makes it, then it is
+# emptied (warnings() is then empty until code warns).
+.rsb_define_last_warning <- function() {
+  if (exists("last.warning", envir = baseenv(), inherits = FALSE)) return(invisible())
+  sink(file(nullfile(), open = "w"), type = "message")
+  on.exit(sink(type = "message"))
+  old <- options(warn = 0L)
+  on.exit(options(old), add = TRUE)
+  warning("rsandbox", call. = FALSE)
+  .Internal(printDeferredWarnings())
+  .rsb_set_last_warning(list())
+}
+
+# R keeps the deferred warnings of the last top-level call in base's last.warning (a
+# list of calls named by the messages, at most 50), which warnings() shows.
+.rsb_set_last_warning <- function(warned) {
+  tryCatch(assign("last.warning", warned, envir = baseenv()), error = function(e) NULL)
 }
 
 .rsb_on_message <- function(m, log) {
