@@ -44,7 +44,8 @@ fn bad(message: String) -> InputError {
     InputError::BadGlobals(message)
 }
 
-/// The length of the R value a checked node decodes to (rows for a data frame).
+/// The rows of the R value a checked node decodes to: its length (for a matrix or a
+/// data frame, its rows).
 fn check(node: &Value, depth: usize) -> Result<usize, String> {
     if depth > MAX_DEPTH {
         return Err(format!("nested deeper than {MAX_DEPTH} levels"));
@@ -73,6 +74,7 @@ fn check(node: &Value, depth: usize) -> Result<usize, String> {
     if let Some(extra) = fields.keys().find(|k| *k != "type" && !allowed.contains(&k.as_str())) {
         return Err(format!("unknown field {extra:?} in a {ty} value"));
     }
+    let mut rows = None;
     let n = match ty {
         "null" => 0,
         "factor" => {
@@ -104,7 +106,8 @@ fn check(node: &Value, depth: usize) -> Result<usize, String> {
         }
         "POSIXct" => {
             let values = array(fields, "value")?;
-            if let Some(v) = values.iter().find(|v| !(v.is_null() || v.is_number())) {
+            let is_double = |v: &Value| v.is_number() || matches!(v.as_str(), Some("NaN" | "Inf" | "-Inf"));
+            if let Some(v) = values.iter().find(|v| !(v.is_null() || is_double(v))) {
                 return Err(format!("a POSIXct is seconds since 1970-01-01 UTC (a number) or null, not {v}"));
             }
             if fields.get("tz").is_some_and(|t| !(t.is_null() || t.is_string())) {
@@ -168,6 +171,7 @@ fn check(node: &Value, depth: usize) -> Result<usize, String> {
                 if product != values.len() as u64 {
                     return Err(format!("\"dim\" makes {product} elements; \"value\" has {}", values.len()));
                 }
+                rows = dim[0].as_u64().map(|d| d as usize);
                 if let Some(dimnames) = fields.get("dimnames") {
                     let dimnames = dimnames.as_array().filter(|d| d.len() == dim.len());
                     let dimnames = dimnames.ok_or("\"dimnames\" must be an array with one entry per dimension")?;
@@ -194,7 +198,7 @@ fn check(node: &Value, depth: usize) -> Result<usize, String> {
             return Err(format!("{} names for {n} elements", names.len()));
         }
     }
-    Ok(n)
+    Ok(rows.unwrap_or(n))
 }
 
 fn array<'v>(fields: &'v Map<String, Value>, key: &str) -> Result<&'v Vec<Value>, String> {
