@@ -53,6 +53,12 @@ pub enum Request {
         collect: Vec<String>,
         #[serde(default)]
         args: Vec<String>,
+        /// Values bound before the code runs (typed encoding, `docs/protocol.md`).
+        #[serde(default)]
+        globals: serde_json::Map<String, Value>,
+        /// Also return the value typed (`value_typed`).
+        #[serde(default)]
+        typed: bool,
     },
     #[serde(rename = "session.create")]
     SessionCreate {
@@ -74,6 +80,10 @@ pub enum Request {
         stream: bool,
         /// `false`: no auto-printing, the last value returned visible or not.
         echo: Option<bool>,
+        #[serde(default)]
+        globals: serde_json::Map<String, Value>,
+        #[serde(default)]
+        typed: bool,
     },
     #[serde(rename = "session.close")]
     SessionClose { id: Value, session: String },
@@ -263,7 +273,7 @@ impl Server {
             Err((id, code, message)) => return self.error(&id, code, &message),
         };
         match request {
-            Request::Eval { id, code, timeout, limits, stream, files, collect, args } => {
+            Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
                 let answer = options_from(&limits, timeout).and_then(|options| {
                     let files = decode_files(files)?;
                     let mut emit = self.emitter(&id);
@@ -271,6 +281,8 @@ impl Server {
                     request.files = files;
                     request.collect = collect;
                     request.args = args;
+                    request.globals = globals;
+                    request.typed = typed;
                     if stream {
                         request.on_event = Some(&mut emit);
                     }
@@ -284,7 +296,7 @@ impl Server {
                 Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
                 Err((code, message)) => self.error(&id, code, &message),
             },
-            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo } => {
+            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo, globals, typed } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
                 let options = match options_from(&Limits::default(), timeout) {
@@ -293,6 +305,8 @@ impl Server {
                         max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
                         max_output: defaults.max_output,
                         echo: echo.unwrap_or(defaults.echo),
+                        globals,
+                        typed,
                     },
                     Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
                 };

@@ -5,7 +5,7 @@
 
 as_result <- function(r) {
   structure(class = "rsandbox_result", list(
-    value = json_value(r$value),
+    value = result_value(r),
     visible = isTRUE(r$visible),
     outcome = r$outcome %||% NA_character_,
     stdout = r$stdout %||% "",

@@ -134,7 +134,8 @@ Server <- R6::R6Class("rsandbox_server",
     # Write one JSON line; a server that is gone is an `exited()` condition.
     write_line = function(message, call = NULL) {
       if (!self$is_alive()) rlang::cnd_signal(self$exited(call))
-      line <- jsonlite::toJSON(message, auto_unbox = TRUE, null = "null", digits = NA)
+      # json_verbatim: `globals` arrive already written as JSON (values.R, class "json").
+      line <- jsonlite::toJSON(message, auto_unbox = TRUE, null = "null", digits = NA, json_verbatim = TRUE)
       ok <- tryCatch({
         # write_input() writes what the pipe takes now and returns the rest: a request
         # larger than the pipe's buffer goes in several writes, each waiting for the

@@ -90,6 +90,10 @@ pub struct Request<'a> {
     pub echo: bool,
     /// The profile's function allowlist (`None`: off).
     pub functions: Option<&'a [String]>,
+    /// Values bound before the code runs (typed encoding, checked by the caller).
+    pub globals: &'a serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding.
+    pub typed: bool,
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -420,6 +424,8 @@ impl SandboxChild {
                 args: request.args.to_vec(),
                 echo: request.echo,
                 functions: request.functions.map(<[String]>::to_vec),
+                globals: request.globals.clone(),
+                typed: request.typed,
             }),
             killed: None,
             evaluated: None,
