@@ -9,6 +9,7 @@ bin="$PWD/target/debug/rsandbox"
 [ -x "$bin" ] || bin="$PWD/target/release/rsandbox"
 [ -x "$bin" ] || { echo "test-r: build rsandbox first (cargo build)" >&2; exit 1; }
 export RSANDBOX_BIN="$bin"
+export RSANDBOX_CONFORMANCE="$PWD/tests/conformance/scenarios.json"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

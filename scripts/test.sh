@@ -11,6 +11,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The CLI tests run the real binaries, zygote included: build them first.
 cargo build --workspace --quiet
 cargo test --workspace -- --test-threads=2
+# Each fuzz target for a bounded time from its committed corpus (about a minute).
+scripts/fuzz.sh
 # The R package, over the binary just built.
 scripts/test-r.sh
 # R's documentation examples in the sandbox against plain Rscript's outcomes (cached in

@@ -33,9 +33,11 @@ pub const MAX_SESSIONS: usize = 64;
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
 
+/// A request line, parsed ([`parse_request`]); public for the fuzz targets only.
+#[doc(hidden)]
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", deny_unknown_fields)]
-enum Request {
+pub enum Request {
     #[serde(rename = "eval")]
     Eval {
         id: Value,
@@ -51,6 +53,12 @@ enum Request {
         collect: Vec<String>,
         #[serde(default)]
         args: Vec<String>,
+        /// Values bound before the code runs (typed encoding, `docs/protocol.md`).
+        #[serde(default)]
+        globals: serde_json::Map<String, Value>,
+        /// Also return the value typed (`value_typed`).
+        #[serde(default)]
+        typed: bool,
     },
     #[serde(rename = "session.create")]
     SessionCreate {
@@ -72,6 +80,10 @@ enum Request {
         stream: bool,
         /// `false`: no auto-printing, the last value returned visible or not.
         echo: Option<bool>,
+        #[serde(default)]
+        globals: serde_json::Map<String, Value>,
+        #[serde(default)]
+        typed: bool,
     },
     #[serde(rename = "session.close")]
     SessionClose { id: Value, session: String },
@@ -174,6 +186,23 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     }
 }
 
+/// A request line as the server reads it, or the error the client gets for it: the
+/// request's id (`null` when there is none), the error code and the message. Needs no
+/// engine (the fuzz target `stdio_request` calls it).
+pub fn parse_request(line: &str) -> Result<Request, (Value, &'static str, String)> {
+    let raw: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Err((Value::Null, "parse_error", format!("invalid JSON: {e}"))),
+    };
+    let id = raw.get("id").cloned().unwrap_or(Value::Null);
+    match raw.get("op").and_then(Value::as_str) {
+        None => return Err((id, "invalid_request", "missing \"op\"".into())),
+        Some(op) if !OPS.contains(&op) => return Err((id, "unknown_op", format!("unknown op {op:?}"))),
+        Some(_) => {}
+    }
+    serde_json::from_value(raw).map_err(|e| (id, "invalid_request", e.to_string()))
+}
+
 fn is_tool_result(line: &str) -> bool {
     serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("op").and_then(Value::as_str) == Some("tool_result"))
 }
@@ -239,22 +268,12 @@ impl Server {
     }
 
     fn handle(&self, line: &str) {
-        let raw: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => return self.error(&Value::Null, "parse_error", &format!("invalid JSON: {e}")),
-        };
-        let id = raw.get("id").cloned().unwrap_or(Value::Null);
-        match raw.get("op").and_then(Value::as_str) {
-            None => return self.error(&id, "invalid_request", "missing \"op\""),
-            Some(op) if !OPS.contains(&op) => return self.error(&id, "unknown_op", &format!("unknown op {op:?}")),
-            Some(_) => {}
-        }
-        let request: Request = match serde_json::from_value(raw) {
+        let request = match parse_request(line) {
             Ok(r) => r,
-            Err(e) => return self.error(&id, "invalid_request", &e.to_string()),
+            Err((id, code, message)) => return self.error(&id, code, &message),
         };
         match request {
-            Request::Eval { id, code, timeout, limits, stream, files, collect, args } => {
+            Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
                 let answer = options_from(&limits, timeout).and_then(|options| {
                     let files = decode_files(files)?;
                     let mut emit = self.emitter(&id);
@@ -262,6 +281,8 @@ impl Server {
                     request.files = files;
                     request.collect = collect;
                     request.args = args;
+                    request.globals = globals;
+                    request.typed = typed;
                     if stream {
                         request.on_event = Some(&mut emit);
                     }
@@ -275,7 +296,7 @@ impl Server {
                 Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
                 Err((code, message)) => self.error(&id, code, &message),
             },
-            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo } => {
+            Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo, globals, typed } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
                 let options = match options_from(&Limits::default(), timeout) {
@@ -284,6 +305,8 @@ impl Server {
                         max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
                         max_output: defaults.max_output,
                         echo: echo.unwrap_or(defaults.echo),
+                        globals,
+                        typed,
                     },
                     Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
                 };

@@ -6,7 +6,7 @@
 //! |----------------|--------------------------------------------|----------------|
 //! | allowed        | ordinary calls                             | allow          |
 //! | socket creation| `socket`, `socketpair` (network off)       | `EACCES`       |
-//! | refused        | `setsid`, `setpgid`, by-path `chmod`/`utimes`, `prlimit`/`setpriority`/`sched_setaffinity`/`utimensat` on another target | `EPERM` |
+//! | refused        | `setsid`, `setpgid`, by-path `chmod`/`utimes`, `prlimit`/`setpriority`/`sched_setaffinity`/`utimensat` on another target, `fcntl(F_SETPIPE_SZ)` | `EPERM` |
 //! | violation      | kernel attack surface, exec, `clone` with namespace flags or `CLONE_PARENT`, `TIOCSTI` | user notification (or `SIGSYS`) |
 //! | anything else  |                                            | `ENOSYS`       |
 //!
@@ -304,6 +304,9 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     let mut ioctls: Vec<Case> = FORBIDDEN_IOCTLS.iter().map(|r| Case::exact(*r as u32, Answer::Violation)).collect();
     ioctls.extend(SOCKET_IOCTL_BLOCKS.iter().map(|block| Case { value: *block, bits: 24, answer: eperm }));
     set(&mut rules, libc::SYS_ioctl, Decision::Switch { arg: 1, cases: ioctls, otherwise: allow });
+    // A pipe stays at its 64 KiB the memory accounting counts: no growing it.
+    let fcntl = vec![Case::exact(libc::F_SETPIPE_SZ as u32, eperm)];
+    set(&mut rules, libc::SYS_fcntl, Decision::Switch { arg: 1, cases: fcntl, otherwise: allow });
     let mut prctl: Vec<Case> = PRCTL_ALLOWED.iter().map(|o| Case::exact(*o as u32, allow)).collect();
     prctl.extend(PRCTL_VIOLATIONS.iter().map(|o| Case::exact(*o as u32, Answer::Violation)));
     set(&mut rules, libc::SYS_prctl, Decision::Switch { arg: 0, cases: prctl, otherwise: eperm });

@@ -18,11 +18,15 @@ fn validator() -> &'static jsonschema::Validator {
     })
 }
 
-fn request_validator() -> jsonschema::Validator {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/protocol.schema.json");
-    let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    schema["$ref"] = json!("#/$defs/request");
-    jsonschema::validator_for(&schema).unwrap()
+/// Compiled once: a flood of requests must go out faster than they finish.
+fn request_validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/protocol.schema.json");
+        let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        schema["$ref"] = json!("#/$defs/request");
+        jsonschema::validator_for(&schema).unwrap()
+    })
 }
 
 struct Server {

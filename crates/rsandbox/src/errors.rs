@@ -65,6 +65,9 @@ pub enum InputError {
     /// A workspace file or snapshot request refused (path, size, type).
     #[error("{0}")]
     Workspace(String),
+    /// `globals` that are not values in the typed encoding ([`crate::values`]).
+    #[error("bad globals: {0}")]
+    BadGlobals(String),
 }
 
 /// Anything that stops an evaluation from producing a result.

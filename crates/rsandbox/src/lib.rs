@@ -41,6 +41,7 @@ pub mod r_policy;
 pub mod result;
 pub mod session;
 pub mod tools;
+pub mod values;
 mod warm;
 pub mod workspace;
 pub mod zygote;
@@ -243,6 +244,8 @@ impl Engine {
             args: &[],
             echo: true,
             functions: None,
+            globals: &serde_json::Map::new(),
+            typed: false,
         })?;
         if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
             return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
@@ -252,8 +255,20 @@ impl Engine {
 
     /// Run one request on a prepared child, with audit records around it.
     pub(crate) fn run(&self, prepared: &mut Prepared, id: &str, spec: Run<'_>) -> Result<EvalResult, EngineError> {
-        let Run { code, options, tools, max_tool_calls, mut on_event, interrupt_on_timeout, args, echo } = spec;
+        let Run {
+            code,
+            options,
+            tools,
+            max_tool_calls,
+            mut on_event,
+            interrupt_on_timeout,
+            args,
+            echo,
+            globals,
+            typed,
+        } = spec;
         options::validate_code(code)?;
+        values::validate_globals(globals)?;
         let audit = self.inner.audit.as_ref();
         if let Some(log) = audit {
             log.execute_start(id, code);
@@ -284,6 +299,8 @@ impl Engine {
             args,
             echo,
             functions: self.inner.config.profile.functions.as_deref(),
+            globals,
+            typed,
         })?;
         if result.refused {
             let message = result.error.map_or_else(|| "refused by the function allowlist".to_string(), |e| e.message);
@@ -345,8 +362,9 @@ impl Engine {
     /// Evaluate in a fresh sandbox with files placed in its workspace first, files
     /// collected from it after, and output streamed while it runs.
     pub fn eval_request(&self, request: EvalRequest<'_>) -> Result<EvalResult, EngineError> {
-        let EvalRequest { code, options, files, collect, args, mut on_event } = request;
+        let EvalRequest { code, options, files, collect, args, mut on_event, globals, typed } = request;
         options::validate_code(code)?;
+        values::validate_globals(&globals)?;
         let mut prepared = self.take_child(&options, &[])?;
         let id = self.new_id("eval");
         let per_file = options.disk.unwrap_or(u64::MAX).min(options.max_output);
@@ -355,7 +373,8 @@ impl Engine {
             .try_for_each(|(path, data)| files::put(&mut prepared.child, path, data, per_file).map(drop))
             .and_then(|()| {
                 let on_event = on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>));
-                self.run(&mut prepared, &id, Run { on_event, args: &args, ..Run::plain(code, &options) })
+                let run = Run { on_event, args: &args, globals: &globals, typed, ..Run::plain(code, &options) };
+                self.run(&mut prepared, &id, run)
             })
             .and_then(|mut result| {
                 if !collect.is_empty() && prepared.child.is_alive() {
@@ -399,14 +418,32 @@ pub struct EvalRequest<'a> {
     pub args: Vec<String>,
     /// Output streamed while the code runs.
     pub on_event: Option<&'a mut dyn FnMut(Event<'_>)>,
+    /// Values bound in the sandbox before the code runs: name to a value in the typed
+    /// encoding ([`values`]; checked before anything starts).
+    pub globals: serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding ([`EvalResult::value_typed`]).
+    pub typed: bool,
 }
 
 impl<'a> EvalRequest<'a> {
     /// Just code and limits.
     pub fn new(code: &'a str, options: EvalOptions) -> EvalRequest<'a> {
-        EvalRequest { code, options, files: Vec::new(), collect: Vec::new(), args: Vec::new(), on_event: None }
+        EvalRequest {
+            code,
+            options,
+            files: Vec::new(),
+            collect: Vec::new(),
+            args: Vec::new(),
+            on_event: None,
+            globals: serde_json::Map::new(),
+            typed: false,
+        }
     }
 }
+
+/// No globals (a `Run`'s default).
+static NO_GLOBALS: std::sync::LazyLock<serde_json::Map<String, serde_json::Value>> =
+    std::sync::LazyLock::new(serde_json::Map::new);
 
 /// One request on a prepared child, as the engine runs it.
 pub(crate) struct Run<'a> {
@@ -418,6 +455,8 @@ pub(crate) struct Run<'a> {
     pub(crate) interrupt_on_timeout: bool,
     pub(crate) args: &'a [String],
     pub(crate) echo: bool,
+    pub(crate) globals: &'a serde_json::Map<String, serde_json::Value>,
+    pub(crate) typed: bool,
 }
 
 impl<'a> Run<'a> {
@@ -432,6 +471,8 @@ impl<'a> Run<'a> {
             interrupt_on_timeout: false,
             args: &[],
             echo: true,
+            globals: &NO_GLOBALS,
+            typed: false,
         }
     }
 }

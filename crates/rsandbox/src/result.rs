@@ -154,6 +154,11 @@ pub struct EvalResult {
     pub outcome: Outcome,
     /// The last visible value as JSON (see the README for the mapping): any JSON value.
     pub value: serde_json::Value,
+    /// The same value in the typed encoding (`docs/protocol.md`, "Values"), when the
+    /// request asked for it (`typed`) and there was a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub value_typed: Option<serde_json::Value>,
     /// Whether the last top-level expression was visible.
     pub visible: bool,
     /// Everything written to stdout (auto-printed values included).

@@ -34,6 +34,11 @@ pub struct ExecuteOptions {
     /// silently and return the last value whether visible or not, as `eval()` does
     /// (what securer's users expect).
     pub echo: bool,
+    /// Values bound in the session before the code runs (and left there): name to a
+    /// value in the typed encoding ([`crate::values`]).
+    pub globals: serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding ([`EvalResult::value_typed`]).
+    pub typed: bool,
 }
 
 impl Default for ExecuteOptions {
@@ -43,6 +48,8 @@ impl Default for ExecuteOptions {
             max_tool_calls: 100,
             max_output: EvalOptions::default().max_output,
             echo: true,
+            globals: serde_json::Map::new(),
+            typed: false,
         }
     }
 }
@@ -97,6 +104,8 @@ impl Session {
             on_event: on_event.as_mut().map(|f| &mut **f as &mut dyn FnMut(Event<'_>)),
             interrupt_on_timeout: true,
             echo: options.echo,
+            globals: &options.globals,
+            typed: options.typed,
             ..Run::plain(code, &per_call)
         };
         let run = self.engine.run(prepared, &self.id, spec);

@@ -797,3 +797,16 @@ fn the_empty_symbol_is_a_value_like_any_other() {
     assert_eq!(r.stdout, "\n", "R prints it as an empty line");
     assert_eq!(r.value, json!({"class": ["name"], "printed": ""}));
 }
+
+#[test]
+fn warnings_and_the_default_device_are_rs_own() {
+    let s = engine().session(EvalOptions::default(), vec![]).unwrap();
+    assert_eq!(s.execute("length(warnings())", &quick()).unwrap().value, json!(0));
+    // warnings() holds the last top-level call's warnings, as in Rscript.
+    let r = s.execute("f <- function() { warning('a'); warning('b') }; f(); names(warnings())", &quick()).unwrap();
+    assert_eq!(r.value, json!(["a", "b"]), "{r:?}");
+    // The default device is 7 x 7 inches, as R's own: coplot's margins fit.
+    let plot = s.execute("coplot(lat ~ long | depth, data = quakes); round(dev.size('in'), 6)", &quick()).unwrap();
+    assert_eq!(plot.outcome, Outcome::Ok, "{plot:?}");
+    assert_eq!(plot.value, json!([7, 7]));
+}

@@ -121,6 +121,14 @@ pub enum ChildRequest {
         /// where only these exist, after a static pass refuses calls of anything else.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         functions: Option<Vec<String>>,
+        /// Values bound in the code's environment before it runs: name to a value in
+        /// the typed encoding (`docs/protocol.md`, "Values"), decoded as data by
+        /// `eval.R` (never parsed or evaluated). Empty: none.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        globals: serde_json::Map<String, serde_json::Value>,
+        /// Also return the value in the typed encoding (`value_typed` of the R result).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        typed: bool,
     },
     /// Write a file into the workspace (parents created); answered with `FileWritten`.
     PutFile {

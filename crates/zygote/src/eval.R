@@ -11,6 +11,7 @@
 #   rsandbox_snapshot(file) / rsandbox_restore(file)  a session's global
 #                                     environment to and from a file in the workspace
 #   rsandbox_to_json(x)               encoder used for the returned value
+#   rsandbox_to_typed_json(x)         the typed encoder (`value_typed`, "Typed values" below)
 #
 # Result of rsandbox_eval(): a character(1) JSON object, always with the keys
 #
@@ -120,6 +121,9 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
     .rsb_load_graphics()
   }
 
+  # After the warm-up, whose warnings are not the children's.
+  .rsb_define_last_warning()
+  .rsb_set_last_warning(list())
   # Preloading may have drawn random numbers; children must not share a seed.
   .rsb_drop_seed()
   .rsb_state$seeded <- FALSE
@@ -197,7 +201,9 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
 }
 
 .rsb_open_png <- function(filename) {
-  grDevices::png(filename = filename, width = 800, height = 600, res = 96,
+  # 7 x 7 inches, the size of R's own default device (pdf()), so that a plot that
+  # fits there fits here (coplot's margins did not fit 800 x 600).
+  grDevices::png(filename = filename, width = 672, height = 672, res = 96,
                  type = .rsb_state$png_type)
 }
 
@@ -296,6 +302,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 }
 
 .rsb_eval <- function(code, plot_dir) {
+  # Taken first, so that a request's globals never outlive it (a syntax error included).
+  request <- .rsb_request_values()
+  .rsb_state$typed <- isTRUE(request$typed)
   options(rsandbox.plot_dir = plot_dir)
   .rsb_state$devices <- 0L
   # Once per child: every child draws its own numbers, while a session's later
@@ -319,6 +328,13 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     offence <- .rsb_first_offence(exprs, code)
     if (!is.null(offence)) {
       return(.rsb_result(status = "refused", error = list(message = offence, call = NA_character_)))
+    }
+  }
+  if (length(request$globals)) {
+    bound <- tryCatch(.rsb_bind_globals(request$globals), error = function(e) e)
+    if (inherits(bound, "error")) {
+      return(.rsb_result(status = "error", error = list(
+        message = paste0("globals could not be decoded: ", .rsb_condition_message(bound)), call = NA_character_)))
     }
   }
 
@@ -347,7 +363,10 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   err <- NULL
   interrupted <- FALSE
   for (i in seq_along(exprs)) {
+    .rsb_state$warned <- list()
     step <- .rsb_eval_toplevel(exprs[[i]], log)
+    # As R's REPL: warnings() (last.warning) holds the last top-level call's warnings.
+    if (length(.rsb_state$warned)) .rsb_set_last_warning(.rsb_state$warned)
     if (isTRUE(step$interrupted)) {
       interrupted <- TRUE
       visible <- FALSE
@@ -374,6 +393,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   .rsb_result(
     status = status,
     value = if (is.null(value) || is.null(value[[1]])) "null" else rsandbox_to_json(value[[1]]),
+    value_typed = if (!.rsb_state$typed) NULL else if (is.null(value)) "null" else rsandbox_to_typed_json(value[[1]]),
     visible = visible,
     messages = messages$get(),
     warning_messages = warning_messages$get(),
@@ -418,8 +438,34 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   # warn >= 2: decline, so R's default handler turns it into an error that
   # the enclosing tryCatch records, as Rscript would.
   if (warn >= 2L) return(invisible())
-  if (warn >= 0L) log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
+  if (warn >= 0L) {
+    log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
+    if (length(.rsb_state$warned) < 50L) {
+      .rsb_state$warned[length(.rsb_state$warned) + 1L] <- list(conditionCall(w))
+      names(.rsb_state$warned)[length(.rsb_state$warned)] <- .rsb_condition_message(w)
+    }
+  }
   invokeRestart("muffleWarning")
+}
+
+# R itself adds last.warning to the base environment (R code may only change an
+# existing binding there): printing a deferred warning once makes it, then it is
+# emptied (warnings() is then empty until code warns).
+.rsb_define_last_warning <- function() {
+  if (exists("last.warning", envir = baseenv(), inherits = FALSE)) return(invisible())
+  sink(file(nullfile(), open = "w"), type = "message")
+  on.exit(sink(type = "message"))
+  old <- options(warn = 0L)
+  on.exit(options(old), add = TRUE)
+  warning("rsandbox", call. = FALSE)
+  .Internal(printDeferredWarnings())
+  .rsb_set_last_warning(list())
+}
+
+# R keeps the deferred warnings of the last top-level call in base's last.warning (a
+# list of calls named by the messages, at most 50), which warnings() shows.
+.rsb_set_last_warning <- function(warned) {
+  tryCatch(assign("last.warning", warned, envir = baseenv()), error = function(e) NULL)
 }
 
 .rsb_on_message <- function(m, log) {
@@ -539,7 +585,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 .rsb_result <- function(status, value = "null", visible = FALSE,
                         messages = character(), warning_messages = character(),
                         warning_calls = character(), error = NULL,
-                        syntax_error = NULL) {
+                        syntax_error = NULL, value_typed = NULL) {
   warnings <- if (length(warning_messages) == 0L) character() else {
     paste0("{\"message\":", .rsb_json_strings(warning_messages),
            ",\"call\":", .rsb_json_strings(warning_calls), "}")
@@ -556,6 +602,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   enc2utf8(paste0(
     "{\"status\":", .rsb_json_strings(status),
     ",\"value\":", value,
+    if (!is.null(value_typed)) paste0(",\"value_typed\":", value_typed),
     ",\"visible\":", if (isTRUE(visible)) "true" else "false",
     ",\"messages\":", .rsb_json_array(.rsb_json_strings(messages)),
     ",\"warnings\":", .rsb_json_array(warnings),
@@ -966,4 +1013,191 @@ rsandbox_allow <- function(names) {
   name <- if (nrow(tokens)) tokens$text[1] else offending[1]
   where <- if (nrow(tokens)) sprintf("line %d, column %d", tokens$line1[1], tokens$col1[1]) else "somewhere"
   sprintf("`%s` (%s) is not in the profile's function allowlist", name, where)
+}
+
+# ---------------------------------------------------------------------------
+# Typed values: R values as data, both ways (docs/protocol.md, "Values"). A request's
+# `globals` arrive as the typed encoding already turned into plain R lists and vectors
+# by the child (`.Call("rsandbox_request_values")`: JSON arrays of numbers, strings or
+# booleans are vectors with NA for null, other arrays lists, objects named lists); they
+# are rebuilt here with structure() and as.Date() -- never parse() or eval() -- and bound
+# in the code's environment. `typed: true` asks for the value encoded the same way
+# (`value_typed`). Supported: NULL; logical, integer, double and character vectors with
+# names, or with dim and dimnames (matrices, arrays); factors (ordered too); Date;
+# POSIXct; data frames of class "data.frame" (row names kept); lists of these. Other
+# attributes are dropped; anything else (functions, environments, other classes,
+# complex, raw) encodes as {"type":"unsupported","class":[...]}.
+
+.rsb_typed_max_depth <- 64L
+
+.rsb_request_values <- function() {
+  tryCatch(.Call("rsandbox_request_values"), error = function(e) list(globals = NULL, typed = FALSE))
+}
+
+# All decoded before any is bound: a request's globals are bound all or none.
+.rsb_bind_globals <- function(globals) {
+  if (!is.list(globals) || !.rsb_all_named(names(globals))) stop("globals must be named values")
+  values <- lapply(globals, .rsb_from_typed, depth = 0L)
+  env <- .rsb_env()
+  for (i in seq_along(values)) assign(names(globals)[i], values[[i]], envir = env)
+  invisible(NULL)
+}
+
+.rsb_from_typed <- function(node, depth) {
+  if (depth > .rsb_typed_max_depth) stop("nested too deeply")
+  type <- if (is.list(node)) node[["type"]]
+  if (!is.character(type) || length(type) != 1L || is.na(type)) stop("a value must be an object with a \"type\"")
+  x <- switch(type,
+    null = return(NULL),
+    logical = , integer = , double = , character = {
+      x <- .rsb_typed_atomic(node[["value"]], type)
+      if (!is.null(node[["dim"]])) {
+        dim(x) <- .rsb_typed_atomic(node[["dim"]], "integer")
+        dn <- node[["dimnames"]]
+        if (!is.null(dn)) {
+          dimnames(x) <- lapply(if (is.list(dn)) dn else as.list(dn),
+                                function(d) if (is.null(d)) NULL else .rsb_typed_atomic(d, "character"))
+        }
+      }
+      x
+    },
+    factor = {
+      levels <- .rsb_typed_atomic(node[["levels"]], "character")
+      codes <- .rsb_typed_atomic(node[["codes"]], "integer")
+      if (anyNA(levels) || anyDuplicated(levels)) stop("factor levels must be distinct strings")
+      if (any(!is.na(codes) & (codes < 1L | codes > length(levels)))) stop("factor code out of range")
+      structure(codes, levels = levels, class = if (isTRUE(node[["ordered"]])) c("ordered", "factor") else "factor")
+    },
+    Date = {
+      s <- .rsb_typed_atomic(node[["value"]], "character")
+      bad <- !is.na(s) & !grepl("^[0-9]{4}-[0-9]{2}-[0-9]{2}$", s)
+      if (any(bad)) stop("a Date must be YYYY-MM-DD")
+      as.Date(s, format = "%Y-%m-%d")
+    },
+    POSIXct = {
+      tz <- node[["tz"]]
+      if (!is.null(tz) && !(is.character(tz) && length(tz) == 1L)) stop("tz must be a string")
+      .POSIXct(.rsb_typed_atomic(node[["value"]], "double"), tz = tz)
+    },
+    list = {
+      items <- node[["value"]]
+      if (!is.list(items)) stop("a list's value must be an array of values")
+      lapply(items, .rsb_from_typed, depth = depth + 1L)
+    },
+    data.frame = {
+      columns <- node[["columns"]]
+      if (!is.list(columns)) stop("a data frame's columns must be an array of values")
+      columns <- lapply(columns, .rsb_from_typed, depth = depth + 1L)
+      nms <- .rsb_typed_atomic(node[["names"]], "character")
+      n <- .rsb_typed_atomic(node[["nrow"]], "integer")
+      if (length(n) != 1L || is.na(n) || n < 0L) stop("nrow must be a whole number")
+      if (length(nms) != length(columns)) stop("one name per column")
+      rows <- vapply(columns, function(col) if (is.data.frame(col)) nrow(col) else NROW(col), integer(1))
+      if (any(rows != n)) stop("every column has one value per row")
+      rn <- node[["row_names"]]
+      rn <- if (is.null(rn)) .set_row_names(n)
+            else if (is.character(rn)) rn else .rsb_typed_atomic(rn, "integer")
+      if (length(rn) != n && !is.null(node[["row_names"]])) stop("one row name per row")
+      return(structure(columns, names = nms, row.names = rn, class = "data.frame"))
+    },
+    stop(sprintf("unknown type \"%s\"", type))
+  )
+  if (!is.null(node[["names"]])) names(x) <- .rsb_typed_atomic(node[["names"]], "character")
+  x
+}
+
+# A JSON array (as the child converted it) as an atomic vector of `type`.
+.rsb_typed_atomic <- function(v, type) {
+  na <- switch(type, logical = NA, integer = NA_integer_, double = NA_real_, character = NA_character_)
+  if (is.list(v)) {
+    if (!length(v)) return(vector(type, 0L))
+    # Mixed arrays: only doubles mix numbers with "NaN"/"Inf"/"-Inf" (and null).
+    if (type != "double") stop(sprintf("%s elements of mixed kinds", type))
+    ok <- vapply(v, function(e) is.null(e) || (length(e) == 1L && (is.numeric(e) || is.character(e))), logical(1))
+    if (!all(ok)) stop("double elements must be numbers, \"NaN\", \"Inf\", \"-Inf\" or null")
+    v <- vapply(v, function(e) if (is.null(e)) NA_character_ else if (is.character(e)) e
+                else sprintf("%.17g", e), character(1), USE.NAMES = FALSE)
+  }
+  if (is.null(v)) stop("a value is missing")
+  if (is.logical(v) && all(is.na(v))) return(rep(na, length(v)))
+  switch(type,
+    logical = if (is.logical(v)) v else stop("logical elements must be true, false or null"),
+    integer = {
+      if (!is.double(v) || any(!is.na(v) & (v != trunc(v) | abs(v) > .Machine$integer.max)))
+        stop("integer elements must be whole numbers in R's integer range, or null")
+      as.integer(v)
+    },
+    double = {
+      if (is.double(v)) return(v)
+      if (!is.character(v)) stop("double elements must be numbers or null")
+      special <- c("NaN" = NaN, "Inf" = Inf, "-Inf" = -Inf)
+      out <- suppressWarnings(as.double(v))
+      hit <- !is.na(v) & v %in% names(special)
+      out[hit] <- special[v[hit]]
+      if (any(is.na(out) & !is.na(v) & !hit)) stop("double elements must be numbers or null")
+      unname(out)
+    },
+    character = if (is.character(v)) v else stop("character elements must be strings or null")
+  )
+}
+
+rsandbox_to_typed_json <- function(x) {
+  out <- tryCatch(.rsb_typed(x, 0L), error = function(e) NULL)
+  if (is.character(out) && length(out) == 1L && !is.na(out)) return(enc2utf8(out))
+  cls <- tryCatch(as.character(class(x)), error = function(e) character())
+  paste0("{\"type\":\"unsupported\",\"class\":", .rsb_json_array(.rsb_json_strings(cls)), "}")
+}
+
+.rsb_typed <- function(x, depth) {
+  if (depth > .rsb_typed_max_depth) stop("nested too deeply")
+  if (is.null(x)) return("{\"type\":\"null\"}")
+  field <- function(key, json) paste0(",\"", key, "\":", json)
+  strings <- function(s) .rsb_json_array(.rsb_json_strings(s))
+  nms <- if (!is.null(names(x)) && !is.data.frame(x)) field("names", strings(names(x))) else ""
+  cls <- oldClass(x)
+  if (is.data.frame(x)) {
+    if (!identical(cls, "data.frame")) stop("unsupported")
+    columns <- vapply(x, .rsb_typed, character(1), depth = depth + 1L, USE.NAMES = FALSE)
+    n <- .row_names_info(x, 2L)
+    rn <- if (.row_names_info(x, 1L) < 0L) "" else {
+      r <- attr(x, "row.names")
+      field("row_names", if (is.character(r)) strings(r) else .rsb_json_array(.rsb_json_integers(r)))
+    }
+    return(paste0("{\"type\":\"data.frame\"", field("names", strings(names(x))),
+                  field("columns", .rsb_json_array(columns)), field("nrow", n), rn, "}"))
+  }
+  if (is.factor(x)) {
+    if (!(identical(cls, "factor") || identical(cls, c("ordered", "factor")))) stop("unsupported")
+    return(paste0("{\"type\":\"factor\"", field("levels", strings(levels(x))),
+                  field("codes", .rsb_json_array(.rsb_json_integers(unclass(x)))),
+                  if (is.ordered(x)) field("ordered", "true"), nms, "}"))
+  }
+  if (identical(cls, "Date")) {
+    return(paste0("{\"type\":\"Date\"", field("value", strings(format(x, "%Y-%m-%d"))), nms, "}"))
+  }
+  if (identical(cls, c("POSIXct", "POSIXt"))) {
+    tz <- attr(x, "tzone")
+    return(paste0("{\"type\":\"POSIXct\"", field("value", .rsb_json_array(.rsb_json_doubles(unclass(x)))),
+                  if (length(tz)) field("tz", .rsb_json_strings(tz[1L])), nms, "}"))
+  }
+  if (is.object(x) || isS4(x)) stop("unsupported")
+  if (typeof(x) == "pairlist") x <- as.list(x)
+  if (is.list(x)) {
+    if (!is.null(dim(x))) stop("unsupported")
+    items <- vapply(x, .rsb_typed, character(1), depth = depth + 1L, USE.NAMES = FALSE)
+    return(paste0("{\"type\":\"list\"", field("value", .rsb_json_array(items)), nms, "}"))
+  }
+  type <- typeof(x)
+  elements <- switch(type,
+    logical = .rsb_json_logicals(x), integer = .rsb_json_integers(x),
+    double = .rsb_json_doubles(x), character = .rsb_json_strings(x),
+    stop("unsupported"))
+  d <- dim(x)
+  shape <- if (is.null(d)) nms else {
+    dn <- dimnames(x)
+    paste0(field("dim", .rsb_json_array(.rsb_json_integers(d))),
+           if (!is.null(dn)) field("dimnames", .rsb_json_array(vapply(dn, function(names)
+             if (is.null(names)) "null" else strings(names), character(1), USE.NAMES = FALSE))))
+  }
+  paste0("{\"type\":\"", type, "\"", field("value", .rsb_json_array(elements)), shape, "}")
 }

@@ -8,6 +8,7 @@ mod embedded_r;
 mod r_api;
 mod r_directories;
 mod r_values;
+mod request_values;
 mod sandbox_child;
 mod tool_calls;
 mod workspace_files;

@@ -12,6 +12,22 @@ use serde_json::Value;
 /// # Safety
 /// R must be initialised and this must be its thread.
 pub unsafe fn to_r(value: &Value) -> SEXP {
+    // SAFETY: the caller's guarantee.
+    unsafe { convert(value, true) }
+}
+
+/// [`to_r`] without guessing data frames: an array of objects is always a list. For the
+/// typed encoding of `globals` (`eval.R` decodes the result), where a data frame's
+/// columns are an array of same-keyed objects that must stay a list.
+///
+/// # Safety
+/// R must be initialised and this must be its thread.
+pub unsafe fn to_r_plain(value: &Value) -> SEXP {
+    // SAFETY: the caller's guarantee.
+    unsafe { convert(value, false) }
+}
+
+unsafe fn convert(value: &Value, records: bool) -> SEXP {
     // SAFETY: R API calls on R's thread (the caller's guarantee); every allocated SEXP
     // is protected while others are allocated and unprotected once before returning.
     unsafe {
@@ -20,11 +36,11 @@ pub unsafe fn to_r(value: &Value) -> SEXP {
             Value::Bool(b) => Rf_ScalarLogical(*b as i32),
             Value::Number(n) => Rf_ScalarReal(n.as_f64().unwrap_or(R_NaReal)),
             Value::String(s) => Rf_ScalarString(mk_char(s)),
-            Value::Array(items) => array_to_r(items),
+            Value::Array(items) => array_to_r(items, records),
             Value::Object(map) => {
                 let keys: Vec<&String> = map.keys().collect();
                 let values: Vec<&Value> = map.values().collect();
-                named_list(&keys, &values)
+                named_list(&keys, &values, records)
             }
         }
     }
@@ -38,7 +54,7 @@ unsafe fn mk_char(s: &str) -> SEXP {
     unsafe { Rf_mkCharLenCE(s.as_ptr().cast(), s.len() as i32, CE_UTF8) }
 }
 
-unsafe fn array_to_r(items: &[Value]) -> SEXP {
+unsafe fn array_to_r(items: &[Value], records: bool) -> SEXP {
     let n = items.len() as isize;
     let non_null: Vec<&Value> = items.iter().filter(|v| !v.is_null()).collect();
     // SAFETY: see to_r.
@@ -75,12 +91,12 @@ unsafe fn array_to_r(items: &[Value]) -> SEXP {
             Rf_unprotect(1);
             return out;
         }
-        if let Some(columns) = record_columns(items) {
+        if let Some(columns) = record_columns(items).filter(|_| records) {
             return data_frame(&columns, items);
         }
         let out = Rf_protect(Rf_allocVector(VECSXP, n));
         for (i, v) in items.iter().enumerate() {
-            SET_VECTOR_ELT(out, i as isize, to_r(v));
+            SET_VECTOR_ELT(out, i as isize, convert(v, records));
         }
         Rf_unprotect(1);
         out
@@ -102,7 +118,7 @@ unsafe fn data_frame(columns: &[String], rows: &[Value]) -> SEXP {
     let refs: Vec<&Value> = column_values.iter().collect();
     // SAFETY: see to_r.
     unsafe {
-        let df = Rf_protect(named_list(&keys, &refs));
+        let df = Rf_protect(named_list(&keys, &refs, true));
         let class = Rf_protect(Rf_ScalarString(mk_char("data.frame")));
         Rf_setAttrib(df, R_ClassSymbol, class);
         // Compact row names: c(NA_integer_, -n).
@@ -115,14 +131,14 @@ unsafe fn data_frame(columns: &[String], rows: &[Value]) -> SEXP {
     }
 }
 
-unsafe fn named_list(keys: &[&String], values: &[&Value]) -> SEXP {
+unsafe fn named_list(keys: &[&String], values: &[&Value], records: bool) -> SEXP {
     // SAFETY: see to_r.
     unsafe {
         let out = Rf_protect(Rf_allocVector(VECSXP, values.len() as isize));
         let names = Rf_protect(Rf_allocVector(STRSXP, keys.len() as isize));
         for (i, (k, v)) in keys.iter().zip(values).enumerate() {
             SET_STRING_ELT(names, i as isize, mk_char(k));
-            SET_VECTOR_ELT(out, i as isize, to_r(v));
+            SET_VECTOR_ELT(out, i as isize, convert(v, records));
         }
         Rf_setAttrib(out, R_NamesSymbol, names);
         Rf_unprotect(2);

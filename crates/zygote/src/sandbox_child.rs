@@ -92,10 +92,11 @@ pub fn run(
     // a one-shot evaluation is a session of one request.
     loop {
         match host().next_request() {
-            Ok(Some(ChildRequest::Eval { code, stream, args, echo, functions })) => {
+            Ok(Some(ChildRequest::Eval { code, stream, args, echo, functions, globals, typed })) => {
                 if !args.is_empty() {
                     set_command_args(&args);
                 }
+                crate::request_values::set(globals, typed);
                 let report = match functions.map(|names| allow_functions(r, &names)) {
                     Some(Err(refusal)) => refused(refusal),
                     _ => evaluate(r, &code, &plot_dir, stream, echo),

@@ -17,13 +17,19 @@ static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 pub fn register_native_routines() {
     static TOOL_CALL: &[u8] = b"rsandbox_tool_call\0";
     static EMIT: &[u8] = b"rsandbox_emit\0";
+    static REQUEST_VALUES: &[u8] = b"rsandbox_request_values\0";
     let routines = [
         R_CallMethodDef { name: TOOL_CALL.as_ptr().cast(), fun: rsandbox_tool_call as *const _, num_args: 2 },
         R_CallMethodDef { name: EMIT.as_ptr().cast(), fun: rsandbox_emit as *const _, num_args: 2 },
+        R_CallMethodDef {
+            name: REQUEST_VALUES.as_ptr().cast(),
+            fun: crate::request_values::rsandbox_request_values as *const _,
+            num_args: 0,
+        },
         R_CallMethodDef { name: std::ptr::null(), fun: std::ptr::null(), num_args: 0 },
     ];
-    // SAFETY: R is initialised; R copies the table (names are 'static); the routine has
-    // the declared signature (two SEXP arguments, SEXP result).
+    // SAFETY: R is initialised; R copies the table (names are 'static); each routine has
+    // the declared signature (that many SEXP arguments, SEXP result).
     unsafe {
         R_registerRoutines(
             R_getEmbeddingDllInfo(),

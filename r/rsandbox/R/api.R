@@ -122,7 +122,9 @@ code_text <- function(code) {
 #' is in the full result: \code{result = TRUE} returns it instead of the value, and
 #' \code{\link{rsandbox_last_result}()} returns the last one.
 #'
-#' @param code A string, or an unevaluated expression (\code{quote()} or a braced block).
+#' @param code A string, or an unevaluated expression (\code{quote()} or a braced block);
+#'   or a function, called in the sandbox with \code{args} (as \code{do.call()}; the
+#'   function is deparsed, so it sees the sandbox's globals, not its own environment).
 #' @param timeout Seconds (a positive number).
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param files Named character vector of host paths to place in the workspace under
@@ -133,6 +135,20 @@ code_text <- function(code) {
 #'   a server of its own.
 #' @param quiet \code{TRUE}: nothing is shown on the console nor signalled as a warning
 #'   (the full result still has it); the value is then returned visibly.
+#' @param globals A named list of values defined in the sandbox before the code runs.
+#'   They travel as data, never as code: logical, integer, double and character vectors
+#'   (with names and \code{NA}), matrices and arrays, factors, \code{Date},
+#'   \code{POSIXct}, data frames and lists of these; anything else (a function, an
+#'   environment, an external pointer, a model fit) is an \code{rsandbox_bad_input}
+#'   error before anything runs.
+#' @param args With a function as \code{code}: the list of its arguments (values as for
+#'   \code{globals}).
+#' @param typed \code{TRUE}: the value comes back with its R types and classes (integer
+#'   stays integer, a factor a factor, a data frame keeps its column classes and row
+#'   names), as data in the same encoding as \code{globals}; a value that cannot travel
+#'   (a model fit) comes back as with \code{FALSE}. \code{FALSE}: through plain JSON,
+#'   numbers as doubles. The default is \code{TRUE} when \code{globals} or a function
+#'   are given.
 #' @param result \code{TRUE}: return the full result (an \code{rsandbox_result}: a list
 #'   with \code{value}, \code{visible}, \code{outcome}, \code{stdout}, \code{stderr},
 #'   \code{messages}, \code{warnings}, \code{plots}, \code{usage}) instead of the value.
@@ -141,9 +157,10 @@ code_text <- function(code) {
 #'   or the profile itself is wrong; \code{rsandbox_bad_input} for a wrong argument).
 #' @export
 rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL, profile = NULL,
-                          quiet = FALSE, result = FALSE) {
+                          quiet = FALSE, result = FALSE, globals = NULL, args = NULL, typed = NULL) {
   call <- rlang::current_env()
-  text <- check_code(code)
+  values <- check_values(code, globals, args, typed, call = call)
+  text <- values$code
   timeout <- check_timeout(timeout)
   limits <- check_limits(limits)
   files <- check_files(files)
@@ -151,6 +168,8 @@ rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files =
   check_flag(result)
   args <- profile_args(profile)
   request <- list(op = "eval", code = text, timeout = timeout)
+  if (!is.null(values$globals)) request$globals <- values$globals
+  if (values$typed) request$typed <- TRUE
   if (length(limits)) request$limits <- unclass(limits)
   if (length(files)) {
     request$files <- unname(Map(function(name, path) {

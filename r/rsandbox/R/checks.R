@@ -102,3 +102,21 @@ describe <- function(x) {
   paste0(if (is.object(x)) paste0("an object of class <", class(x)[1], ">") else paste0("a ", typeof(x), " vector"),
          " of length ", length(x))
 }
+
+# Code, globals, a function's args and `typed`, checked and encoded before anything is
+# sent: list(code = <text>, globals = <JSON text or NULL>, typed = <flag>).
+check_values <- function(code, globals, args, typed, call = rlang::caller_env()) {
+  if (!is.null(typed)) check_flag(typed, call = call)
+  if (is.function(code)) {
+    fn <- function_call(code, if (is.null(args)) list() else args, call = call)
+    return(list(code = fn$code, globals = encode_globals(globals, extra = fn$globals, call = call),
+                typed = typed %||% TRUE))
+  }
+  if (!is.null(args)) {
+    bad_input(c("{.arg args} is for a function as {.arg code}.",
+                i = "For example {.code rsandbox_eval(function(x, y) x + y, args = list(1, 2))}; values for code go in {.arg globals}."),
+              call = call)
+  }
+  text <- check_code(code, arg = "code", call = call)
+  list(code = text, globals = encode_globals(globals, call = call), typed = typed %||% !is.null(globals))
+}

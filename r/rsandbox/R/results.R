@@ -5,7 +5,7 @@
 
 as_result <- function(r) {
   structure(class = "rsandbox_result", list(
-    value = json_value(r$value),
+    value = result_value(r),
     visible = isTRUE(r$visible),
     outcome = r$outcome %||% NA_character_,
     stdout = r$stdout %||% "",
@@ -15,6 +15,7 @@ as_result <- function(r) {
     plots = lapply(r$plots, function(p) structure(list(data = jsonlite::base64_dec(p$data_base64)), class = "rsandbox_plot")),
     usage = r$usage,
     error = r$error,
+    syntax_error = r$syntax_error,
     reset = isTRUE(r$reset),
     reset_reason = r$reset_reason
   ))

@@ -134,9 +134,20 @@ Server <- R6::R6Class("rsandbox_server",
     # Write one JSON line; a server that is gone is an `exited()` condition.
     write_line = function(message, call = NULL) {
       if (!self$is_alive()) rlang::cnd_signal(self$exited(call))
-      line <- jsonlite::toJSON(message, auto_unbox = TRUE, null = "null", digits = NA)
+      # json_verbatim: `globals` arrive already written as JSON (values.R, class "json").
+      line <- jsonlite::toJSON(message, auto_unbox = TRUE, null = "null", digits = NA, json_verbatim = TRUE)
       ok <- tryCatch({
-        self$process$write_input(paste0(line, "\n"))
+        # write_input() writes what the pipe takes now and returns the rest: a request
+        # larger than the pipe's buffer goes in several writes, each waiting for the
+        # server to read (bounded: a server that stops reading is an error).
+        rest <- charToRaw(paste0(line, "\n"))
+        deadline <- Sys.time() + 60
+        repeat {
+          rest <- self$process$write_input(rest)
+          if (!length(rest)) break
+          if (!self$is_alive() || Sys.time() > deadline) stop("the rsandbox server stopped reading its input")
+          Sys.sleep(0.002)
+        }
         TRUE
       }, error = function(e) e)
       if (!isTRUE(ok)) {

@@ -34,7 +34,9 @@
 #' @param restore A \code{$snapshot()} of another session to start from (loaded inside
 #'   the new sandbox; never read in this R process).
 #' @return An R6 object: \code{$execute(code, timeout = 30, output_handler = NULL,
-#'   max_tool_calls = 100, echo = TRUE, quiet = FALSE, result = FALSE)}
+#'   max_tool_calls = 100, echo = TRUE, quiet = FALSE, result = FALSE, globals = NULL,
+#'   args = NULL, typed = NULL)} (\code{globals}, \code{args}, \code{typed}: as for
+#'   \code{\link{rsandbox_eval}}; globals stay defined in the session)
 #'   (\code{echo = FALSE}: visible values are not printed by the sandbox, the last value
 #'   comes back visible or not, as \code{eval()}, and is returned visibly when it was
 #'   visible; \code{quiet}, \code{result}: as for \code{\link{rsandbox_eval}}),
@@ -92,9 +94,10 @@ Session <- R6::R6Class("rsandbox_session",
     },
 
     execute = function(code, timeout = 30, output_handler = NULL, max_tool_calls = 100, echo = TRUE, quiet = FALSE,
-                       result = FALSE) {
+                       result = FALSE, globals = NULL, args = NULL, typed = NULL) {
       call <- rlang::current_env()
-      text <- check_code(code)
+      values <- check_values(code, globals, args, typed, call = call)
+      text <- values$code
       timeout <- check_timeout(timeout)
       check_handler(output_handler)
       max_tool_calls <- check_count(max_tool_calls)
@@ -105,6 +108,8 @@ Session <- R6::R6Class("rsandbox_session",
       request <- list(op = "session.execute", session = self$id, code = text, timeout = timeout,
                       max_tool_calls = max_tool_calls)
       if (!echo) request$echo <- FALSE
+      if (!is.null(values$globals)) request$globals <- values$globals
+      if (values$typed) request$typed <- TRUE
       evaluate(private$server, request, timeout, quiet = quiet, want_result = result, handler = output_handler, echo = echo,
                on_abandon = function() private$stop_running(), call = call)
     },

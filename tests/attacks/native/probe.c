@@ -1348,3 +1348,17 @@ void probe_flock(char **sarg, int *iarg, int *res) {
     if (fd < 0) { *res = outcome("open", fd); return; }
     *res = outcome("flock(LOCK_EX)", flock(fd, LOCK_EX | LOCK_NB));
 }
+
+void probe_pipe_grow(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* A 1 MiB pipe where the memory accounting assumes 64 KiB per pipe: kernel memory
+       no mapping shows, times the pipes the open-files limit allows. */
+    int fds[2];
+    if (pipe(fds) != 0) { *res = outcome("pipe", -1); return; }
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ 1031
+#endif
+    long rc = fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+    *res = outcome("fcntl(F_SETPIPE_SZ, 1 MiB)", rc);
+    close(fds[0]); close(fds[1]);
+}

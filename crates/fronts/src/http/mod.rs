@@ -38,7 +38,10 @@ mod stream;
 pub use crate::listen::ConnectionLimits;
 pub use errors::{ApiError, ErrorBody, ErrorDetail};
 pub use routes::ApiDoc;
+// The request bodies, for the fuzz target `http_bodies`.
+pub use routes::{EvalBody, ExecuteBody, SessionBody};
 pub use state::HttpCaps;
+pub use stream::ToolReply;
 
 use crate::auth::Tokens;
 use std::net::SocketAddr;

@@ -48,6 +48,15 @@ pub struct EvalBody {
     /// Globs of workspace files to return in the result.
     #[serde(default)]
     pub collect: Vec<String>,
+    /// Values bound in the sandbox before the code runs: name to a value in the typed
+    /// encoding (`docs/protocol.md`, "Values"), e.g.
+    /// `{"x": {"type": "integer", "value": [1, 2]}}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub globals: serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding (`value_typed`).
+    #[serde(default)]
+    pub typed: bool,
 }
 
 /// `POST /v1/sessions`.
@@ -102,6 +111,15 @@ pub struct ExecuteBody {
     /// `false`: no auto-printing of visible values, and the last value is returned
     /// whether visible or not (as `eval()`); default `true`, as a console.
     pub echo: Option<bool>,
+    /// Values bound in the sandbox before the code runs: name to a value in the typed
+    /// encoding (`docs/protocol.md`, "Values"), e.g.
+    /// `{"x": {"type": "integer", "value": [1, 2]}}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub globals: serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding (`value_typed`).
+    #[serde(default)]
+    pub typed: bool,
 }
 
 /// The answer to an interrupt.
@@ -291,6 +309,8 @@ fn run_eval<'a>(
     let mut request = EvalRequest::new(&body.code, options);
     request.files = decode_files(std::mem::take(&mut body.files))?;
     request.collect = std::mem::take(&mut body.collect);
+    request.globals = std::mem::take(&mut body.globals);
+    request.typed = body.typed;
     request.on_event = on_event;
     let result = state.engine.eval_request(request)?;
     state.metrics.result(&result);
@@ -436,7 +456,7 @@ async fn execute(
     headers: HeaderMap,
     body: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<Response> {
-    let Json(body) = body.map_err(rejection)?;
+    let Json(mut body) = body.map_err(rejection)?;
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
     let timeout = match body.timeout {
         None => Duration::from_secs(30).min(state.caps.max_timeout),
@@ -452,7 +472,13 @@ async fn execute(
     let entry = state.session(&caller, &id)?;
     let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;
-    let options = ExecuteOptions { timeout, echo: body.echo.unwrap_or(true), ..ExecuteOptions::default() };
+    let options = ExecuteOptions {
+        timeout,
+        echo: body.echo.unwrap_or(true),
+        globals: std::mem::take(&mut body.globals),
+        typed: body.typed,
+        ..ExecuteOptions::default()
+    };
     if stream::wants_stream(&headers) {
         let deadline = Instant::now() + timeout;
         let gone = entry.clone();

@@ -90,6 +90,10 @@ pub struct Request<'a> {
     pub echo: bool,
     /// The profile's function allowlist (`None`: off).
     pub functions: Option<&'a [String]>,
+    /// Values bound before the code runs (typed encoding, checked by the caller).
+    pub globals: &'a serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding.
+    pub typed: bool,
 }
 
 /// A locked-down child of the zygote, ready for requests.
@@ -149,6 +153,40 @@ struct Execution {
     /// The last CPU total and the peak memory the meter read.
     metered_cpu_ms: Option<u64>,
     metered_memory_peak: u64,
+}
+
+impl Execution {
+    /// A request about to start at `start`: `outgoing` is its encoded frame; `limits` the
+    /// sandbox's CPU seconds and memory for the meter.
+    fn new(
+        awaiting: Option<&'static str>,
+        start: Instant,
+        deadline: Instant,
+        max_output: usize,
+        outgoing: Vec<u8>,
+        (cpu_limit, memory_limit): (Option<u64>, Option<u64>),
+    ) -> Execution {
+        Execution {
+            awaiting,
+            deadline,
+            max_output,
+            outgoing,
+            killed: None,
+            evaluated: None,
+            exited_at: None,
+            protocol_error: None,
+            interrupted_at: None,
+            timed_out: false,
+            interrupt_on_timeout: false,
+            streamed: [0, 0],
+            streamed_reports: 0,
+            next_sample: start,
+            cpu_limit_ms: cpu_limit.map(|s| s.saturating_mul(1000)),
+            memory_limit,
+            metered_cpu_ms: None,
+            metered_memory_peak: 0,
+        }
+    }
 }
 
 /// Positions in the poll set.
@@ -287,26 +325,14 @@ impl SandboxChild {
         self.resume();
         let start = Instant::now();
         self.output.clear();
-        let mut run = Execution {
-            awaiting: Some(expected),
-            deadline: start + EXCHANGE_TIMEOUT,
-            max_output: MAX_EXCHANGE_OUTPUT,
-            outgoing: encode_request(request),
-            killed: None,
-            evaluated: None,
-            exited_at: None,
-            protocol_error: None,
-            interrupted_at: None,
-            timed_out: false,
-            interrupt_on_timeout: false,
-            streamed: [0, 0],
-            streamed_reports: 0,
-            next_sample: start,
-            cpu_limit_ms: self.cpu_limit.map(|s| s.saturating_mul(1000)),
-            memory_limit: self.memory_limit,
-            metered_cpu_ms: None,
-            metered_memory_peak: 0,
-        };
+        let mut run = Execution::new(
+            Some(expected),
+            start,
+            start + EXCHANGE_TIMEOUT,
+            MAX_EXCHANGE_OUTPUT,
+            encode_request(request),
+            (self.cpu_limit, self.memory_limit),
+        );
         // No host tools answer here: a tool call is refused like an unknown tool's.
         let mut observe = |_: ToolEvent<'_>| {};
         let mut bridge = ToolBridge {
@@ -410,32 +436,19 @@ impl SandboxChild {
             Some(f) => f,
             None => &mut ignore,
         };
-        let mut run = Execution {
-            awaiting: None,
-            deadline: start + request.timeout,
-            max_output: usize::try_from(request.max_output).unwrap_or(usize::MAX),
-            outgoing: encode_request(&ChildRequest::Eval {
-                code: request.code.to_string(),
-                stream,
-                args: request.args.to_vec(),
-                echo: request.echo,
-                functions: request.functions.map(<[String]>::to_vec),
-            }),
-            killed: None,
-            evaluated: None,
-            exited_at: None,
-            protocol_error: None,
-            interrupted_at: None,
-            timed_out: false,
-            interrupt_on_timeout: request.interrupt_on_timeout,
-            streamed: [0, 0],
-            streamed_reports: 0,
-            next_sample: start,
-            cpu_limit_ms: request.cpu_limit.map(|s| s.saturating_mul(1000)),
-            memory_limit: request.memory_limit,
-            metered_cpu_ms: None,
-            metered_memory_peak: 0,
-        };
+        let outgoing = encode_request(&ChildRequest::Eval {
+            code: request.code.to_string(),
+            stream,
+            args: request.args.to_vec(),
+            echo: request.echo,
+            functions: request.functions.map(<[String]>::to_vec),
+            globals: request.globals.clone(),
+            typed: request.typed,
+        });
+        let max_output = usize::try_from(request.max_output).unwrap_or(usize::MAX);
+        let limits = (request.cpu_limit, request.memory_limit);
+        let mut run = Execution::new(None, start, start + request.timeout, max_output, outgoing, limits);
+        run.interrupt_on_timeout = request.interrupt_on_timeout;
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
         // Interrupts reach the child only while this request runs, whichever way it ends.

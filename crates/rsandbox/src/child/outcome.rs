@@ -66,6 +66,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
     let mut result = EvalResult {
         outcome: Outcome::Crashed,
         value: serde_json::Value::Null,
+        value_typed: None,
         visible: false,
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -187,6 +188,7 @@ fn apply_r_result(result: &mut EvalResult, r: &serde_json::Value) {
     };
     result.refused = r["status"].as_str() == Some("refused");
     result.value = r["value"].clone();
+    result.value_typed = r.get("value_typed").filter(|v| !v.is_null()).cloned();
     result.visible = r["visible"].as_bool().unwrap_or(false);
     result.messages = serde_json::from_value(r["messages"].clone()).unwrap_or_default();
     result.warnings = serde_json::from_value(r["warnings"].clone()).unwrap_or_default();

@@ -222,7 +222,7 @@ test_that("terminal control sequences from the sandbox are printed inert; values
 test_that("sessions and pools print one line: id, alive or closed, limits, tools", {
   skip_without_engine()
   s <- sandbox_session(tools = list(sandbox_tool("add", function(a, b) a + b)), limits = sandbox_limits(memory = "256M", cpu = 5))
-  expect_match(format(s), "^<rsandbox_session session-[0-9]+: alive; limits: memory=256M cpu=5; tools: add>$")
+  expect_match(format(s), "^<rsandbox_session s-[a-z0-9-]+-[0-9a-f]{32}: alive; limits: memory=256M cpu=5; tools: add>$")
   out <- capture.output(print(s))
   expect_length(out, 1L)
   expect_false(any(grepl("clone|Public|Private|function", out)))
