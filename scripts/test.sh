@@ -16,7 +16,7 @@ scripts/fuzz.sh
 # The R package, over the binary just built.
 scripts/test-r.sh
 # R's documentation examples in the sandbox against plain Rscript's outcomes (cached in
-# tests/r-examples/plain-r-baseline.tsv; about 3 minutes on two shared cores:
+# tests/r-examples/plain-r-baseline.tsv; about 2 minutes on two shared cores:
 # RSANDBOX_SKIP_R_EXAMPLES=1 skips them, e.g. when a separate CI job runs
 # scripts/r-examples.sh by package).
 if [ -z "${RSANDBOX_SKIP_R_EXAMPLES:-}" ]; then
