@@ -440,7 +440,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   if (warn >= 2L) return(invisible())
   if (warn >= 0L) {
     log$warning(.rsb_condition_message(w), .rsb_condition_call(w))
-    if (length(.rsb_state$warned) < 50L) {
+    # As R: only deferred warnings (warn = 0) are kept, at most getOption("nwarnings").
+    keep <- suppressWarnings(as.integer(getOption("nwarnings", 50L))[1L])
+    if (warn == 0L && !is.na(keep) && length(.rsb_state$warned) < keep) {
       .rsb_state$warned[length(.rsb_state$warned) + 1L] <- list(conditionCall(w))
       names(.rsb_state$warned)[length(.rsb_state$warned)] <- .rsb_condition_message(w)
     }
