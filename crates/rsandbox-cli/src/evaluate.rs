@@ -227,6 +227,7 @@ pub fn batch(
     paths: &[PathBuf],
     args: &[String],
     jobs: Option<usize>,
+    shard: Option<crate::shard::Shard>,
     limits: &LimitArgs,
     engine: &EngineArgs,
     json: bool,
@@ -234,6 +235,14 @@ pub fn batch(
     let options = limits.options(&engine.profile())?;
     options.validate()?;
     let files = batch_files(paths)?;
+    let files = match shard {
+        Some(shard) => shard.select(files),
+        None => files,
+    };
+    if files.is_empty() {
+        // An array larger than the directory: this part has nothing to do.
+        return Ok(0);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = jobs.unwrap_or(cores).clamp(1, 64);
     let engine = rsandbox::Engine::start(EngineConfig { prefork: jobs, ..engine.config() })?;
@@ -291,6 +300,9 @@ fn batch_one(
             let line = if json {
                 let mut value = serde_json::to_value(&result).unwrap_or_default();
                 value["file"] = serde_json::Value::String(name);
+                // What this file alone would exit with: merging shards' lines gives the
+                // batch's worst without rerunning anything.
+                value["exit_status"] = status.into();
                 value.to_string()
             } else {
                 // The message is the sandbox's text.
@@ -309,7 +321,7 @@ fn batch_one(
                 || matches!(e.downcast_ref::<rsandbox::EngineError>(), Some(rsandbox::EngineError::Input(_)));
             let status = if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED };
             let line = if json {
-                serde_json::json!({"file": name, "error": format!("{e:#}")}).to_string()
+                serde_json::json!({"file": name, "error": format!("{e:#}"), "exit_status": status}).to_string()
             } else {
                 format!("{name}: not run: {e:#}")
             };

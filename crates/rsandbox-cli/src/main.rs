@@ -23,6 +23,7 @@ macro_rules! out_no_newline {
 
 mod daemon;
 mod evaluate;
+mod shard;
 mod terminal;
 
 use anyhow::Context;
@@ -75,6 +76,10 @@ enum Command {
         /// Sandboxes at once for a batch (default: one per core).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Run only the K-th of M parts of the batch (round-robin over the files in order;
+        /// every file is in exactly one part), e.g. one part per Slurm array task.
+        #[arg(long, value_name = "K/M")]
+        shard: Option<shard::Shard>,
         #[command(flatten)]
         limits: LimitArgs,
         #[command(flatten)]
@@ -477,10 +482,10 @@ fn main() -> ExitCode {
         Command::Eval { code, limits, engine, io, json } => {
             evaluate::one(evaluate::Job::code(code), &limits, &engine, &io, json)
         }
-        Command::Run { files, args, jobs, limits, engine, io, json } => {
-            let batch = jobs.is_some() || files.len() > 1 || files.iter().any(|f| f.is_dir());
+        Command::Run { files, args, jobs, shard, limits, engine, io, json } => {
+            let batch = jobs.is_some() || shard.is_some() || files.len() > 1 || files.iter().any(|f| f.is_dir());
             if batch {
-                evaluate::batch(&files, &args, jobs, &limits, &engine, json)
+                evaluate::batch(&files, &args, jobs, shard, &limits, &engine, json)
             } else {
                 let job = read_source(&files[0]).map(|code| evaluate::Job { args, ..evaluate::Job::code(code) });
                 job.and_then(|job| evaluate::one(job, &limits, &engine, &io, json))

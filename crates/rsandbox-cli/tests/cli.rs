@@ -677,6 +677,33 @@ both!(
         assert_eq!(by_file("fails.R")["outcome"], "error");
         assert_eq!(by_file("hostile.R")["outcome"], "violation");
         assert_eq!(by_file("reads.R")["outcome"], "error");
+        assert_eq!(by_file("hostile.R")["exit_status"], 9);
+        assert_eq!(by_file("ok07.R")["exit_status"], 0);
+        // Three shards of the same directory: every file in exactly one, each shard's
+        // exit status the worst of its own files.
+        let mut sharded: Vec<String> = Vec::new();
+        let mut worst = 0;
+        for k in 1..=3 {
+            let shard = format!("{k}/3");
+            let part = rsandbox(who, &["run", "--jobs", "2", "--shard", &shard, "--json", dir.to_str().unwrap()]);
+            let lines: Vec<Value> = part.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert_eq!(lines.len(), 5, "15 files in 3 round-robin shards:{part}");
+            let own_worst = lines.iter().map(|l| l["exit_status"].as_i64().unwrap()).max().unwrap();
+            assert_eq!(part.code, Some(own_worst as i32), "{part}");
+            worst = worst.max(own_worst);
+            sharded.extend(lines.iter().map(|l| l["file"].as_str().unwrap().to_string()));
+        }
+        sharded.sort();
+        let mut all: Vec<String> = lines.iter().map(|l| l["file"].as_str().unwrap().to_string()).collect();
+        all.sort();
+        assert_eq!(sharded, all);
+        assert_eq!(worst, 9);
+        let empty = rsandbox(who, &["run", "--shard", "20/20", dir.to_str().unwrap()]);
+        empty.assert_code(0);
+        assert_eq!(empty.stdout, "", "{empty}");
+        let wrong = rsandbox(who, &["run", "--shard", "4/3", dir.to_str().unwrap()]);
+        wrong.assert_code(2);
+        assert!(wrong.stderr.contains("write K/M"), "{wrong}");
         let summary = rsandbox(who, &["run", dir.join("ok01.R").to_str().unwrap(), dir.join("fails.R").to_str().unwrap()]);
         summary.assert_code(1);
         assert!(summary.stdout.contains("ok01.R: ok") && summary.stdout.contains("fails.R: error"), "{summary}");
