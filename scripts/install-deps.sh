@@ -41,6 +41,8 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 have_rpkg knitr || need+=(r-cran-knitr)
 have_rpkg rmarkdown || need+=(r-cran-rmarkdown)
 have_cmd pandoc || need+=(pandoc)
+# The deployment check (scripts/deploy-check.sh) runs HAProxy's own config check.
+have_cmd haproxy || need+=(haproxy)
 
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -67,6 +69,15 @@ schemathesis_version=4.32.5
 if ! "$http_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" >/dev/null 2>&1; then
   python3 -m venv "$http_venv"
   "$http_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+
+# kubernetes-validate, pinned, in a venv of its own (scripts/deploy-check.sh validates
+# deploy/kubernetes against the API schemas it ships).
+deploy_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/deploy-venv"
+kubernetes_validate_version=1.37.0
+if ! "$deploy_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('kubernetes-validate') != '$kubernetes_validate_version')" >/dev/null 2>&1; then
+  python3 -m venv "$deploy_venv"
+  "$deploy_venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$kubernetes_validate_version"
 fi
 
 if ! have_cmd cargo; then

@@ -13,6 +13,9 @@ cargo build --workspace --quiet
 cargo test --workspace -- --test-threads=2
 # Each fuzz target for a bounded time from its committed corpus (about a minute).
 scripts/fuzz.sh
+# The deployment files: Kubernetes manifests against the API schemas, compose and
+# Kubernetes starting the same commands, HAProxy's config (seconds).
+scripts/deploy-check.sh
 # The R package, over the binary just built.
 scripts/test-r.sh
 # R's documentation examples in the sandbox against plain Rscript's outcomes (cached in
