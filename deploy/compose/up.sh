@@ -36,7 +36,8 @@ docker build --quiet --network host --build-arg BASE="$base" \
 
 tokens=deploy/compose/tokens
 if [ ! -s "$tokens" ]; then
-  (umask 077; echo "loadtest:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tokens")
+  # Eight clients' tokens (the load test gives each client its own).
+  (umask 077; for i in $(seq 8); do echo "client$i:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"; done >"$tokens")
 fi
 chown 1000:1000 "$tokens" && chmod 600 "$tokens"
 "${compose[@]}" up -d --remove-orphans --force-recreate
