@@ -15,7 +15,7 @@
 //! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
 
 use base64::Engine as _;
-use rsandbox::{Engine, EngineConfig, EvalOptions, EvalResult};
+use rsandbox::{Engine, EngineConfig, EvalOptions, EvalRequest, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -127,7 +127,7 @@ pub enum Answer {
 
 /// Evaluate through this user's daemon. `Ok(None)`: no daemon answers (one is started
 /// in the background for the next call); the caller evaluates on its own.
-pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) -> Result<Option<Answer>, String> {
+pub fn eval(key: &DaemonKey, request: &EvalRequest<'_>) -> Result<Option<Answer>, String> {
     let dir = runtime_dir()?;
     let socket = dir.join(format!("{}.sock", key.name()));
     let Ok(mut stream) = UnixStream::connect(&socket) else {
@@ -142,7 +142,7 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
     if peer.uid.as_raw() != me {
         return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
     }
-    let files: Vec<Value> = job
+    let files: Vec<Value> = request
         .files
         .iter()
         .map(
@@ -150,8 +150,8 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
         )
         .collect();
     let request = json!({
-        "op": "eval", "id": 1, "code": job.code, "timeout": options.timeout.as_secs_f64(),
-        "limits": limits_json(options), "files": files, "collect": job.collect, "args": job.args,
+        "op": "eval", "id": 1, "code": request.code, "timeout": request.options.timeout.as_secs_f64(),
+        "limits": limits_json(&request.options), "files": files, "collect": request.collect, "args": request.args,
     });
     let mut line = request.to_string();
     line.push('\n');
