@@ -8,7 +8,7 @@
 
 use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
-use crate::workspace_files;
+use crate::workspace_files::{self, PLOT_DIR};
 use base64::Engine as _;
 use lockdown::{Policy, SeccompFilters};
 use std::fs::File;
@@ -17,6 +17,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use wire::child_link::{HostLink, CHILD_CHANNEL_FD};
 use wire::messages::{ChildReport, ChildRequest, ToolStub};
+use wire::names::is_r_identifier;
 use wire::zygote_link::SpawnFds;
 
 const VIOLATION: RawFd = 4;
@@ -24,8 +25,6 @@ const VIOLATION: RawFd = 4;
 const SETUP_FAILED: i32 = 126;
 /// Largest plot file returned.
 const MAX_PLOT_BYTES: u64 = 16 << 20;
-/// Name of the plot directory inside the workspace.
-pub const PLOT_DIR: &str = ".rsandbox-plots";
 
 /// What the supervisor asked for this child.
 pub struct ChildSpec<'a> {
@@ -256,12 +255,21 @@ fn own_usage() -> (u64, u64) {
     (cpu, me.ru_maxrss.max(kids.ru_maxrss) as u64)
 }
 
+/// Tool and argument names are pasted into R code (by `define_tools` below): syntactic
+/// names only. The zygote runs the same check before it forks for a spawn request.
+pub fn check_tools(tools: &[ToolStub]) -> Result<(), String> {
+    match tools.iter().find(|t| !is_r_identifier(&t.name) || !t.args.iter().all(|a| is_r_identifier(a))) {
+        Some(t) => Err(format!("invalid tool or argument name in {:?}", t.name)),
+        None => Ok(()),
+    }
+}
+
 fn define_tools(r: &EmbeddedR, tools: &[ToolStub]) -> Result<(), String> {
     if tools.is_empty() {
         return Ok(());
     }
     // Checked by the zygote before the fork too; `DefineTools` arrives after it.
-    crate::zygote_process::check_tools(tools)?;
+    check_tools(tools)?;
     let quote = |s: &str| format!("\"{s}\"");
     let mut entries = Vec::new();
     for tool in tools {
