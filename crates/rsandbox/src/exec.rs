@@ -4,13 +4,13 @@
 //! `lockdown::command`); any other is a violation that ends the program.
 
 use crate::child::signal_name;
+use crate::config::EngineConfig;
 use crate::errors::{EngineError, InputError};
-use crate::options::{EngineConfig, EvalOptions};
-use crate::r_policy::{base_environment, base_policy};
+use crate::options::EvalOptions;
+use crate::r_policy::{base_environment, base_policy, with_interpreters};
 use crate::result::{ExitStatus, Outcome, Usage};
 use crate::workspace::WorkspaceRoot;
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -42,70 +42,6 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
         let where_ = if program.contains('/') { String::new() } else { " in /usr/local/bin, /usr/bin or /bin".into() };
         EngineError::Input(InputError::NoProgram { program: program.into(), where_ })
     })
-}
-
-/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line. Reads only the
-/// file's header, program headers and the interpreter's name, never the whole file.
-pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
-    use std::os::unix::fs::FileExt;
-    let file = File::open(path)?;
-    let mut head = Vec::new();
-    (&file).take(4096).read_to_end(&mut head)?;
-    if let Some(rest) = head.strip_prefix(b"#!") {
-        let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
-        let text = String::from_utf8_lossy(line);
-        return Ok(text.split_whitespace().next().map(PathBuf::from));
-    }
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
-        return Ok(None); // not a 64-bit ELF: nothing we know how to read
-    }
-    let u16_at = |buf: &[u8], o: usize| u16::from_le_bytes([buf[o], buf[o + 1]]) as u64;
-    let u32_at = |buf: &[u8], o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
-    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
-    if phentsize < 56 || phnum > 256 {
-        return Ok(None); // not program headers we understand
-    }
-    let mut headers = vec![0u8; (phentsize * phnum) as usize];
-    file.read_exact_at(&mut headers, phoff)?;
-    for ph in headers.chunks_exact(phentsize as usize) {
-        const PT_INTERP: u32 = 3;
-        if u32_at(ph, 0) == PT_INTERP {
-            let (offset, size) = (u64_at(ph, 8), u64_at(ph, 32));
-            if size > 4096 {
-                return Ok(None);
-            }
-            let mut name = vec![0u8; size as usize];
-            file.read_exact_at(&mut name, offset)?;
-            let text = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
-            return Ok(Some(PathBuf::from(text)));
-        }
-    }
-    Ok(None)
-}
-
-/// `programs` and what running them executes as well: the interpreter of each file (an
-/// ELF's dynamic loader, a script's `#!` program) and that interpreter's own. Trees
-/// (directories) are kept as they are.
-pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineError> {
-    let mut all: Vec<PathBuf> = programs.to_vec();
-    for program in programs.iter().filter(|p| p.is_file()) {
-        let mut current = program.clone();
-        // A script's interpreter may be a script (at most one level, as the kernel allows).
-        for _ in 0..2 {
-            let Some(interp) =
-                interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))?
-            else {
-                break;
-            };
-            let interp = interp.canonicalize().unwrap_or(interp);
-            if !all.contains(&interp) {
-                all.push(interp.clone());
-            }
-            current = interp;
-        }
-    }
-    Ok(all)
 }
 
 /// Where the workspace's (empty) host directory goes when neither the caller nor
@@ -279,22 +215,4 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         timed_out,
         violation,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interpreters_of_elf_script_and_plain_files() {
-        let elf = interpreter_of(Path::new("/bin/true")).unwrap().expect("a dynamic ELF names its loader");
-        assert!(elf.to_string_lossy().contains("ld-linux"), "{elf:?}");
-        let dir = std::env::temp_dir().join(format!("rsandbox-interp-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("script"), "#!/bin/sh -e\necho hi\n").unwrap();
-        std::fs::write(dir.join("plain"), "not a program").unwrap();
-        assert_eq!(interpreter_of(&dir.join("script")).unwrap(), Some(PathBuf::from("/bin/sh")));
-        assert_eq!(interpreter_of(&dir.join("plain")).unwrap(), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }
