@@ -1,4 +1,5 @@
-//! Step 4: resource limits. Hard limits equal soft ones so the sandbox cannot raise them
+//! Step 5: resource limits, after Landlock (which needs one fd per rule: a small
+//! open-files limit set first could break the ruleset). Hard limits equal soft ones so the sandbox cannot raise them
 //! back, except CPU: its hard limit is one second later, so the process first gets SIGXCPU
 //! (a death reason that says "CPU limit") rather than an anonymous SIGKILL.
 
