@@ -91,8 +91,7 @@ impl DaemonKey {
 /// The directory for this user's daemon sockets, created if missing. An error when it
 /// exists but is not safe: a symlink, someone else's, or open to others.
 pub fn runtime_dir() -> Result<PathBuf, String> {
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(base) if base.is_absolute() && std::fs::metadata(&base).is_ok_and(|m| m.uid() == uid) => {
             base.join("rsandbox")
@@ -137,8 +136,7 @@ pub fn eval(key: &DaemonKey, request: &EvalRequest<'_>) -> Result<Option<Answer>
     // The directory is ours and 0700, so only we (or root) could have made this
     // socket; the daemon must also run as us.
     let peer = rustix::net::sockopt::socket_peercred(stream.as_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if peer.uid.as_raw() != me {
         return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
     }
@@ -210,15 +208,11 @@ fn start(key: &DaemonKey, dir: &Path) -> Result<(), String> {
         command.arg("--no-namespaces");
     }
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).current_dir("/");
-    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our terminal
-    // and process group, so a Ctrl-C meant for this command does not reach it.
+    // SAFETY: the closure makes one raw system call (rustix's setsid allocates nothing
+    // and is async-signal-safe); it detaches the daemon from our terminal and process
+    // group, so a Ctrl-C meant for this command does not reach it.
     unsafe {
-        command.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        command.pre_exec(|| rustix::process::setsid().map(drop).map_err(std::io::Error::from));
     }
     // Not waited for: it outlives us and is reparented.
     command.spawn().map(drop).map_err(|e| format!("failed to start the daemon: {e}"))
@@ -248,6 +242,8 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => anyhow::bail!("cannot remove the stale socket {}: {e}", socket.display()),
     }
+    // libc, not rustix: rustix installs signal handlers only in its `runtime` feature,
+    // which is for programs that replace libc.
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     if unsafe { libc::signal(libc::SIGTERM, on_sigterm as *const () as libc::sighandler_t) } == libc::SIG_ERR {
         anyhow::bail!("failed to install the SIGTERM handler: {}", std::io::Error::last_os_error());
@@ -275,8 +271,7 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
     let last_seen = Arc::new(Mutex::new(Instant::now()));
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
@@ -300,10 +295,11 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 if STOP.load(Ordering::SeqCst) || (active.load(Ordering::SeqCst) == 0 && quiet >= idle) {
                     return Ok(());
                 }
-                let mut fd =
-                    libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 };
-                // SAFETY: one valid pollfd; waking every 200 ms to look at the idle clock.
-                unsafe { libc::poll(&mut fd, 1, 200) };
+                // Waking every 200 ms to look at the idle clock; an interrupted or failed
+                // wait only means the loop looks again sooner.
+                let mut fds = [rustix::event::PollFd::new(listener, rustix::event::PollFlags::IN)];
+                let tick = rustix::event::Timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+                rustix::event::poll(&mut fds, Some(&tick)).ok();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),
@@ -322,8 +318,7 @@ fn peer_is(stream: &UnixStream, uid: u32) -> bool {
 /// read from a file: a stale pid file may name a process that reused the pid.
 pub fn stop_all() -> anyhow::Result<u8> {
     let dir = runtime_dir().map_err(anyhow::Error::msg)?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     let mut stopped = 0;
     for entry in std::fs::read_dir(&dir)? {
         let socket = entry?.path();
@@ -361,8 +356,7 @@ mod tests {
     #[test]
     fn only_the_same_uid_is_served() {
         let (a, _b) = UnixStream::pair().unwrap();
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         assert!(peer_is(&a, me));
         assert!(!peer_is(&a, me + 1));
     }
