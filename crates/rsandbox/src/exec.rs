@@ -11,7 +11,7 @@ use crate::r_policy::{base_environment, base_policy, with_interpreters};
 use crate::result::{ExitStatus, Outcome, Usage};
 use crate::workspace::WorkspaceRoot;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -62,10 +62,7 @@ fn memory_parent(options: &EvalOptions, config: &EngineConfig) -> Option<PathBuf
     if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o1777 != 0o1777 {
         return None;
     }
-    // SAFETY: a zeroed statfs is a valid out-parameter.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a writable statfs, both valid for the call.
-    if unsafe { libc::statfs(SHM.as_ptr(), &mut fs) } != 0 || fs.f_type as i64 != TMPFS_MAGIC {
+    if rustix::fs::statfs(SHM).ok()?.f_type as i64 != TMPFS_MAGIC {
         return None;
     }
     Some(PathBuf::from("/dev/shm"))
@@ -143,35 +140,39 @@ struct Waited {
 fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -> Result<Waited, EngineError> {
     let pid = spawned.pid;
     let listener = spawned.violations.as_raw_fd();
-    // SAFETY: pidfd_open on our own, unreaped child.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if raw < 0 {
-        return Err(EngineError::io("open a pidfd")(io::Error::last_os_error()));
-    }
-    // SAFETY: the kernel just returned this fd to us.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    let group = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| EngineError::io("open a pidfd")(io::Error::other("no pid")))?;
+    // Our own, unreaped child: the pid cannot have been reused.
+    let pidfd = rustix::process::pidfd_open(group, rustix::process::PidfdFlags::empty())
+        .map_err(|e| EngineError::io("open a pidfd")(e.into()))?;
+    // The child leads its own process group; the leader is a zombie until reaped, so its
+    // pid names the group until then. A group already gone needs nothing.
+    let kill_group = || {
+        rustix::process::kill_process_group(group, rustix::process::Signal::KILL).ok();
+    };
     let mut timed_out = false;
     let mut violation = None;
     let mut listening = true;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut fds = [
-            libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: if listening { listener } else { -1 }, events: libc::POLLIN, revents: 0 },
-        ];
-        let ms = left.as_millis().clamp(0, i32::MAX as u128) as i32;
-        // SAFETY: two valid pollfds (a negative fd is ignored).
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if n > 0 && fds[0].revents != 0 {
+        let mut fds = vec![rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+        if listening {
+            fds.push(rustix::event::PollFd::new(&spawned.violations, rustix::event::PollFlags::IN));
+        }
+        let timeout = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        // EINTR: nothing is ready; the loop looks at the deadline again.
+        let Ok(n) = rustix::event::poll(&mut fds, Some(&timeout)) else { continue };
+        let exited = !fds[0].revents().is_empty();
+        let reported = fds.get(1).map_or(rustix::event::PollFlags::empty(), |f| f.revents());
+        if exited {
             break;
         }
-        if n > 0 && fds[1].revents & libc::POLLIN != 0 {
+        if reported.contains(rustix::event::PollFlags::IN) {
             match lockdown::seccomp::receive_notification(listener) {
                 Ok(call) => {
                     violation
                         .get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
-                    // SAFETY: signalling the process group we created for the child.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    kill_group();
                     // Killed anyway; the refusal only unblocks the caller sooner.
                     let _ = lockdown::seccomp::deny_notification(listener, call.id);
                 }
@@ -179,23 +180,20 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => {
                     // Fail closed: a program whose violations cannot be seen is ended.
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    kill_group();
                     violation.get_or_insert(format!("unknown (the violation listener failed: {e})"));
                 }
             }
-        } else if n > 0 && fds[1].revents != 0 {
+        } else if !reported.is_empty() {
             listening = false; // every process under the filter is gone
         }
         if n == 0 && !timed_out {
             timed_out = true;
-            // SAFETY: signalling the process group we created for the child.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            kill_group();
         }
     }
-    // The leader is a zombie until reaped, so -pid still names its group.
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    kill_group();
+    // libc: rustix's waitpid does not return the rusage (wait4's) that the report needs.
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid out-parameter.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
