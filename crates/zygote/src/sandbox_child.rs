@@ -242,6 +242,7 @@ fn restore(r: &EmbeddedR, plot_dir: &Path, data_base64: &str) -> ChildReport {
 
 /// CPU and peak memory of this process and the children it has waited for.
 fn own_usage() -> (u64, u64) {
+    // libc: rustix has no getrusage.
     let get = |who| {
         // SAFETY: a zeroed rusage is a valid out-parameter for getrusage.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -314,6 +315,8 @@ fn flush_stdio() {
 /// SIGSEGV/SIGBUS (stack-overflow reports); the child must look like an ordinary process
 /// to R and to what R forks, and must die of a crash so the crash can be reported.
 fn restore_signals() -> io::Result<()> {
+    // libc: rustix sets signal masks and handlers only in its `runtime` feature, which is
+    // for programs that replace libc (and R, in this process, uses libc's).
     // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to initialise.
     let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `empty` is a valid sigset_t; the mask and dispositions belong to this
@@ -375,6 +378,8 @@ fn interruptible<T>(f: impl FnOnce() -> T) -> T {
 /// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.
 fn arrange_fds(fds: SpawnFds<OwnedFd>) -> io::Result<()> {
     let fds = [fds.control, fds.stdout, fds.stderr, fds.violations];
+    // libc: the targets are fixed numbers nothing owns yet, and rustix's `dup2` takes its
+    // target as an `OwnedFd`.
     let check = |rc: libc::c_int| if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc) };
     // First lift every fd above the targets so no dup2 below clobbers one not yet moved.
     let mut lifted = Vec::new();
