@@ -7,10 +7,12 @@
 //!
 //! Who may talk to it: the socket lives in a directory only this user can enter
 //! (`$XDG_RUNTIME_DIR/rsandbox`, or `/tmp/rsandbox-<uid>`, created 0700 and refused if
-//! it is a symlink, someone else's, or open to others), and the daemon also checks each
-//! peer's uid (`SO_PEERCRED`). One daemon per engine configuration: the key hashes the
-//! binaries (path and mtime), the engine flags and the environment the engine reads
-//! (`TZ`, `R_HOME`, `TMPDIR`, `RSANDBOX_ZYGOTE`). A daemon exits after an idle period
+//! it is a symlink, someone else's, or open to others), and each end checks the other
+//! (`SO_PEERCRED`): the same uid, and a process of its own pid namespace. One daemon per
+//! engine configuration and pid namespace: the key hashes the binaries (path and mtime),
+//! the engine flags, the environment the engine reads (`TZ`, `R_HOME`, `TMPDIR`,
+//! `RSANDBOX_ZYGOTE`) and the pid namespace (a container that shares the directory with
+//! the host or another container gets a daemon of its own). A daemon exits after an idle period
 //! (`RSANDBOX_DAEMON_IDLE` seconds, default 600) and removes its socket.
 //! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
 
@@ -19,7 +21,7 @@ use rsandbox::{Engine, EngineConfig, EvalOptions, EvalRequest, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
@@ -84,6 +86,9 @@ impl DaemonKey {
         for var in ["TZ", "R_HOME", "TMPDIR", "RSANDBOX_ZYGOTE"] {
             std::env::var_os(var).hash(&mut h);
         }
+        // A daemon evaluates in its own world (its R, its files): one of another pid
+        // namespace sharing this directory is not this caller's.
+        std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
         format!("daemon-{:016x}", h.finish())
     }
 }
@@ -134,11 +139,18 @@ pub fn eval(key: &DaemonKey, request: &EvalRequest<'_>) -> Result<Option<Answer>
         return Ok(None);
     };
     // The directory is ours and 0700, so only we (or root) could have made this
-    // socket; the daemon must also run as us.
-    let peer = rustix::net::sockopt::socket_peercred(stream.as_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+    // socket; the daemon must also run as us, where we can see it.
+    let peer = peer_credentials(&stream)
+        .map_err(|e| format!("cannot tell who runs the daemon at {} (SO_PEERCRED: {e})", socket.display()))?;
     let me = rustix::process::geteuid().as_raw();
-    if peer.uid.as_raw() != me {
-        return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
+    if peer.uid != me {
+        return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid));
+    }
+    if peer.pid == 0 {
+        return Err(format!(
+            "the daemon at {} runs outside this pid namespace (the host or another container shares the directory)",
+            socket.display()
+        ));
     }
     let files: Vec<Value> = request
         .files
@@ -307,9 +319,37 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
     }
 }
 
-/// Whether the peer of `stream` runs as `uid`.
+/// Whether the peer of `stream` runs as `uid`, in our pid namespace.
 fn peer_is(stream: &UnixStream, uid: u32) -> bool {
-    rustix::net::sockopt::socket_peercred(stream.as_fd()).is_ok_and(|cred| cred.uid.as_raw() == uid)
+    peer_credentials(stream).is_ok_and(|cred| cred.uid == uid && cred.pid != 0)
+}
+
+/// The peer's credentials (`SO_PEERCRED`), as the kernel gives them: a pid of 0 means a
+/// process outside our pid namespace. Read into libc's `ucred`, not rustix's `UCred`:
+/// rustix holds the pid as a non-zero `Pid`, so that answer is undefined behaviour there
+/// (in a container sharing the host's daemon directory it came out as the error
+/// "Success (os error 0)").
+fn peer_credentials(stream: &UnixStream) -> std::io::Result<libc::ucred> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live locals, writable, and `len` is `cred`'s size; the
+    // fd belongs to `stream`, which outlives the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(std::io::Error::other(format!("a short answer ({len} bytes)")));
+    }
+    Ok(cred)
 }
 
 /// `rsandbox daemon --stop`: end every daemon of this user (they finish what they run).
@@ -325,23 +365,23 @@ pub fn stop_all() -> anyhow::Result<u8> {
         if socket.extension().is_none_or(|e| e != "sock") {
             continue;
         }
-        let listener = UnixStream::connect(&socket)
-            .ok()
-            .and_then(|stream| rustix::net::sockopt::socket_peercred(stream.as_fd()).ok())
-            .filter(|cred| cred.uid.as_raw() == me)
-            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid.as_raw_pid()));
-        match listener {
-            Some(pid) => {
-                let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-                    .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
-                if ended.is_ok() {
-                    stopped += 1;
-                }
-            }
+        let Ok(stream) = UnixStream::connect(&socket) else {
             // Nobody listens: what is left of a daemon that died. Nothing to signal.
-            None => {
-                std::fs::remove_file(&socket).ok();
-                std::fs::remove_file(socket.with_extension("pid")).ok();
+            std::fs::remove_file(&socket).ok();
+            std::fs::remove_file(socket.with_extension("pid")).ok();
+            continue;
+        };
+        // A listener of another uid, or outside our pid namespace (pid 0), is not ours
+        // to stop, and its socket is left alone.
+        let listener = peer_credentials(&stream)
+            .ok()
+            .filter(|cred| cred.uid == me)
+            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid));
+        if let Some(pid) = listener {
+            let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+                .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
+            if ended.is_ok() {
+                stopped += 1;
             }
         }
     }
