@@ -302,6 +302,7 @@ fn report_and_exit(report: &ChildReport, code: i32) -> ! {
 
 fn lockdown_exit(code: i32) -> ! {
     flush_stdio();
+    // libc: rustix ends a process only in its `runtime` feature (for libc replacements).
     // SAFETY: _exit skips atexit handlers and R's clean-up, which belong to the zygote.
     unsafe { libc::_exit(code) }
 }
