@@ -253,10 +253,8 @@ pub fn kill_others(meter: &Meter) -> io::Result<usize> {
             .ok()
             .and_then(|t| Stat::parse(&t))
             .is_some_and(|s| s.pgid == meter.pgid);
-        if still_member {
-            if rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL).is_ok() {
-                killed += 1;
-            }
+        if still_member && rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL).is_ok() {
+            killed += 1;
         }
     }
     Ok(killed)
