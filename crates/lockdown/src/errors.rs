@@ -1,4 +1,5 @@
-//! One error type per lockdown step, wrapped by [`LockdownError`].
+//! One error type per lockdown step, in the order [`crate::apply`] runs them, wrapped by
+//! [`LockdownError`].
 //!
 //! "The policy is wrong" ([`PolicyError`]) stays apart from "the kernel refused or lacks
 //! it" (every other variant), so callers can tell a user mistake from a host limitation.
@@ -70,7 +71,8 @@ pub enum PolicyError {
     Seccomp(String),
 }
 
-/// Step 1: process group, parent-death signal, inherited fds.
+/// Step 1: process group, subreaper, parent-death signal, inherited fds; and the
+/// non-dumpable flag, which `process` sets at the end of step 3.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ProcessError {
@@ -94,7 +96,7 @@ pub enum ProcessError {
     Dumpable(#[source] io::Error),
 }
 
-/// Step 2: namespaces.
+/// Step 2: namespaces, and the mounts made in the mount namespace.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum NamespaceError {
@@ -123,7 +125,7 @@ pub enum NamespaceError {
     },
 }
 
-/// Step 3: identity and privileges.
+/// Step 3: priority, identity and privileges.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PrivilegeError {
@@ -162,27 +164,7 @@ pub enum PrivilegeError {
     },
 }
 
-/// Step 4: resource limits.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum RlimitError {
-    /// `setrlimit` failed.
-    #[error("failed to set {name} to {value} (setrlimit)")]
-    Set {
-        /// The limit's name, e.g. `RLIMIT_AS`.
-        name: &'static str,
-        /// The value asked for.
-        value: u64,
-        /// The kernel's answer.
-        #[source]
-        source: io::Error,
-    },
-    /// Reading the current address-space size failed.
-    #[error("failed to read the current address-space size from /proc/self/statm")]
-    Baseline(#[source] io::Error),
-}
-
-/// Step 5: Landlock.
+/// Step 4: Landlock.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum LandlockError {
@@ -206,6 +188,26 @@ pub enum LandlockError {
         /// What the policy needs.
         required_abi: i32,
     },
+}
+
+/// Step 5: resource limits (after Landlock, which needs one fd per rule).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RlimitError {
+    /// `setrlimit` failed.
+    #[error("failed to set {name} to {value} (setrlimit)")]
+    Set {
+        /// The limit's name, e.g. `RLIMIT_AS`.
+        name: &'static str,
+        /// The value asked for.
+        value: u64,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// Reading the current address-space size failed.
+    #[error("failed to read the current address-space size from /proc/self/statm")]
+    Baseline(#[source] io::Error),
 }
 
 /// Step 6: seccomp.
@@ -236,12 +238,12 @@ pub enum LockdownError {
     /// See [`PrivilegeError`].
     #[error(transparent)]
     Privilege(#[from] PrivilegeError),
-    /// See [`RlimitError`].
-    #[error(transparent)]
-    Rlimit(#[from] RlimitError),
     /// See [`LandlockError`].
     #[error(transparent)]
     Landlock(#[from] LandlockError),
+    /// See [`RlimitError`].
+    #[error(transparent)]
+    Rlimit(#[from] RlimitError),
     /// See [`SeccompError`].
     #[error(transparent)]
     Seccomp(#[from] SeccompError),

@@ -2,15 +2,19 @@
 //!
 //! `lockdown` knows nothing of R. A [`Policy`] says what the process may read, write and
 //! execute, its resource limits and identity; [`apply`] enforces it in this order, each
-//! step a named function with its own error type:
+//! step a named function with its own error type (before step 1 the policy is checked
+//! and the address-space size the memory limit adds to is read: step 5 needs it, and
+//! Landlock closes `/proc`):
 //!
-//! 1. [`process`]: own process group, SIGKILL on parent death, inherited fds closed.
+//! 1. [`process`]: own process group, subreaper of its descendants, SIGKILL on parent
+//!    death, inherited fds closed.
 //! 2. [`namespaces`]: user (when not root), net, ipc, uts; then [`mounts`]: a private
 //!    size-limited tmpfs over the workspace (the disk quota), and optionally a private
 //!    root holding only the policy's paths, when asked.
-//! 3. [`privileges`]: root drops to an unprivileged uid/gid; securebits locked;
-//!    capabilities and bounding set emptied; `no_new_privs`; then non-dumpable (only
-//!    now: earlier it would lock the user namespace's id maps).
+//! 3. [`privileges`]: the nice value first (a negative one needs root's capabilities);
+//!    root drops to an unprivileged uid/gid; securebits locked; capabilities and
+//!    bounding set emptied; `no_new_privs`; then non-dumpable (only now: earlier it
+//!    would lock the user namespace's id maps).
 //! 4. [`ruleset`]: Landlock filesystem, TCP and scope rules.
 //! 5. [`rlimits`]: after Landlock, which needs one fd per rule, so a small open-files
 //!    limit cannot break the ruleset.

@@ -1,4 +1,5 @@
-//! Step 4: resource limits. Hard limits equal soft ones so the sandbox cannot raise them
+//! Step 5: resource limits, after Landlock (which needs one fd per rule: a small
+//! open-files limit set first could break the ruleset). Hard limits equal soft ones so the sandbox cannot raise them
 //! back, except CPU: its hard limit is one second later, so the process first gets SIGXCPU
 //! (a death reason that says "CPU limit") rather than an anonymous SIGKILL.
 
@@ -15,25 +16,25 @@ pub fn current_address_space() -> Result<u64, RlimitError> {
         .next()
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| RlimitError::Baseline(std::io::Error::other("unreadable statm")))?;
-    // SAFETY: sysconf with a valid name has no side effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let page = rustix::param::page_size() as u64;
     Ok(pages * page)
 }
 
 /// Apply the limits. `address_space_now` is the baseline the memory limit adds to.
 pub fn apply_limits(limits: &Limits, address_space_now: u64) -> Result<(), RlimitError> {
-    let table: [(&'static str, libc::__rlimit_resource_t, Option<u64>); 7] = [
-        ("RLIMIT_CORE", libc::RLIMIT_CORE, Some(0)),
-        ("RLIMIT_AS", libc::RLIMIT_AS, limits.memory.map(|m| address_space_now.saturating_add(m))),
-        ("RLIMIT_CPU", libc::RLIMIT_CPU, limits.cpu_seconds),
-        ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, limits.file_size),
-        ("RLIMIT_NPROC", libc::RLIMIT_NPROC, limits.processes),
-        ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, limits.open_files),
-        ("RLIMIT_STACK", libc::RLIMIT_STACK, limits.stack),
+    use rustix::process::Resource;
+    let table: [(&'static str, Resource, Option<u64>); 7] = [
+        ("RLIMIT_CORE", Resource::Core, Some(0)),
+        ("RLIMIT_AS", Resource::As, limits.memory.map(|m| address_space_now.saturating_add(m))),
+        ("RLIMIT_CPU", Resource::Cpu, limits.cpu_seconds),
+        ("RLIMIT_FSIZE", Resource::Fsize, limits.file_size),
+        ("RLIMIT_NPROC", Resource::Nproc, limits.processes),
+        ("RLIMIT_NOFILE", Resource::Nofile, limits.open_files),
+        ("RLIMIT_STACK", Resource::Stack, limits.stack),
     ];
     for (name, resource, value) in table {
         if let Some(value) = value {
-            let hard = if resource == libc::RLIMIT_CPU { value.saturating_add(1) } else { value };
+            let hard = if resource == Resource::Cpu { value.saturating_add(1) } else { value };
             sys::set_rlimit(resource, value, hard).map_err(|source| RlimitError::Set { name, value, source })?;
         }
     }

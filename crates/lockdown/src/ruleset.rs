@@ -1,4 +1,4 @@
-//! Step 5: Landlock. Filesystem access beneath the policy's paths only, no TCP bind or
+//! Step 4: Landlock. Filesystem access beneath the policy's paths only, no TCP bind or
 //! connect, and no signals or abstract unix sockets across the sandbox boundary.
 //!
 //! The ABI is pinned ([`REQUIRED_ABI`]), not taken from the running kernel, so the same

@@ -1,7 +1,9 @@
 //! Every raw system call the crate makes, each behind a small safe wrapper.
 //!
 //! Wrappers return `io::Result` and never interpret the error: callers attach
-//! the step they were in.
+//! the step they were in. rustix makes the call wherever it has it (a raw system call,
+//! async-signal-safe, so usable between `fork` and `exec`); `libc` remains where rustix
+//! lacks the call or does something else, each saying why.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -23,93 +25,69 @@ fn check_int(rc: libc::c_int) -> io::Result<()> {
 
 /// `setpgid(0, 0)`: become the leader of a new process group.
 pub fn new_process_group() -> io::Result<()> {
-    // SAFETY: setpgid takes plain integers and touches no memory of ours.
-    check_int(unsafe { libc::setpgid(0, 0) })
+    Ok(rustix::process::setpgid(None, None)?)
 }
 
 /// `prctl(PR_SET_PDEATHSIG, sig)`.
 pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
-    // SAFETY: PR_SET_PDEATHSIG takes an integer signal number; no pointers.
-    check_int(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) })
+    let signal = rustix::process::Signal::from_named_raw(signal).ok_or(rustix::io::Errno::INVAL)?;
+    Ok(rustix::process::set_parent_process_death_signal(Some(signal))?)
 }
 
 /// `prctl(PR_SET_CHILD_SUBREAPER, 1)`: orphaned descendants are reparented to us.
 pub fn set_child_subreaper() -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+    // rustix passes the pid as the attribute's value: any non-zero one sets it.
+    Ok(rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?)
 }
 
 /// `prctl(PR_SET_DUMPABLE, 0)`: /proc/self becomes root-owned and ptrace by peers is refused.
 pub fn set_not_dumpable() -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) })
+    Ok(rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?)
 }
 
 /// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
 pub fn set_no_new_privs() -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
+    Ok(rustix::thread::set_no_new_privs(true)?)
 }
 
 /// `prctl(PR_GET_NO_NEW_PRIVS)`.
 pub fn no_new_privs() -> io::Result<bool> {
-    // SAFETY: integer-only prctl.
-    let rc = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
-    check(rc as libc::c_long).map(|v| v == 1)
+    Ok(rustix::thread::no_new_privs()?)
 }
 
 /// `prctl(PR_SET_SECUREBITS, bits)`.
 pub fn set_securebits(bits: libc::c_ulong) -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) })
+    let bits = rustix::thread::CapabilitiesSecureBits::from_bits_retain(bits as libc::c_uint);
+    Ok(rustix::thread::set_capabilities_secure_bits(bits)?)
 }
 
 /// `prctl(PR_CAPBSET_DROP, cap)`. `Err(EINVAL)` means the capability does not exist.
 pub fn drop_bounding_capability(cap: u32) -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) })
+    // A one-bit set names the capability by number, also one newer than rustix's list.
+    let one = rustix::thread::CapabilitySet::from_bits_retain(1u64.checked_shl(cap).ok_or(rustix::io::Errno::INVAL)?);
+    Ok(rustix::thread::remove_capability_from_bounding_set(one)?)
 }
 
 /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)`.
 pub fn clear_ambient_capabilities() -> io::Result<()> {
-    // SAFETY: integer-only prctl.
-    check_int(unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) })
+    Ok(rustix::thread::clear_ambient_capability_set()?)
 }
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
 /// `capset` with empty effective, permitted and inheritable sets.
 pub fn clear_capabilities() -> io::Result<()> {
-    let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let data = [CapData::default(); 2];
-    // SAFETY: header and data are valid, correctly laid out (v3 uses two CapData) and live
-    // for the duration of the call; the kernel only reads data.
-    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(drop)
+    let empty = rustix::thread::CapabilitySet::empty();
+    let sets = rustix::thread::CapabilitySets { effective: empty, permitted: empty, inheritable: empty };
+    Ok(rustix::thread::set_capabilities(None, sets)?)
 }
 
 /// `capget`: (effective, permitted) as 64-bit masks.
 pub fn capabilities() -> io::Result<(u64, u64)> {
-    let mut header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: header and data point to writable, correctly sized v3 structures.
-    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
-    let join = |lo: u32, hi: u32| (lo as u64) | ((hi as u64) << 32);
-    Ok((join(data[0].effective, data[1].effective), join(data[0].permitted, data[1].permitted)))
+    let sets = rustix::thread::capabilities(None)?;
+    Ok((sets.effective.bits(), sets.permitted.bits()))
 }
+
+// The identity calls stay libc's: glibc applies `setgroups`/`setresgid`/`setresuid` to
+// every thread of the process, rustix's `set_thread_*` only to the calling thread.
 
 /// `setgroups(0, NULL)`.
 pub fn clear_supplementary_groups() -> io::Result<()> {
@@ -131,6 +109,7 @@ pub fn set_all_uids(uid: u32) -> io::Result<()> {
 
 /// `getresuid` and `getresgid`: ((ruid, euid, suid), (rgid, egid, sgid)).
 pub fn ids() -> io::Result<([u32; 3], [u32; 3])> {
+    // libc: rustix has no getresuid/getresgid.
     let (mut u, mut g) = ([0u32; 3], [0u32; 3]);
     // SAFETY: each pointer refers to a distinct, writable u32 that outlives the call.
     check_int(unsafe { libc::getresuid(&mut u[0], &mut u[1], &mut u[2]) })?;
@@ -141,20 +120,21 @@ pub fn ids() -> io::Result<([u32; 3], [u32; 3])> {
 
 /// `setpriority(PRIO_PROCESS, 0, nice)`: the calling thread's nice value.
 pub fn set_nice(nice: i32) -> io::Result<()> {
-    // SAFETY: integer-only call on the calling thread.
-    check_int(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) })
+    Ok(rustix::process::setpriority_process(None, nice)?)
 }
 
 /// `geteuid()`.
 pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid cannot fail and takes no arguments.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// `unshare(flags)`.
 pub fn unshare(flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: integer-only system call.
-    check_int(unsafe { libc::unshare(flags) })
+    let flags = rustix::thread::UnshareFlags::from_bits_retain(flags as u32);
+    // SAFETY: the callers pass namespace flags only, never CLONE_FILES (the one flag that
+    // could leave another thread with fds of a table it no longer shares), and the
+    // lockdown runs single-threaded anyway.
+    Ok(unsafe { rustix::thread::unshare_unsafe(flags) }?)
 }
 
 /// `mount(NULL or source, target, NULL, flags, NULL)` for propagation changes.
@@ -165,6 +145,8 @@ pub fn mount(
     flags: libc::c_ulong,
     data: Option<&str>,
 ) -> io::Result<()> {
+    // libc: rustix's generic `mount` always passes a source and a type, and these calls
+    // (a propagation change, a remount) pass none.
     let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::other("NUL in mount argument"));
     let (source, target) = (source.map(c).transpose()?, c(target)?);
     let (fstype, data) = (fstype.map(c).transpose()?, data.map(c).transpose()?);
@@ -175,22 +157,19 @@ pub fn mount(
 
 /// `mount("tmpfs", target, fstype, flags, options)`.
 pub fn mount_at(target: &std::ffi::CStr, fstype: &str, flags: libc::c_ulong, options: &str) -> io::Result<()> {
-    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::other("NUL in mount argument"));
-    let (source, fstype, options) = (c("rsandbox")?, c(fstype)?, c(options)?);
-    // SAFETY: all pointers are valid NUL-terminated strings alive for the call.
-    check_int(unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), flags, options.as_ptr().cast()) })
+    let options = std::ffi::CString::new(options).map_err(|_| io::Error::other("NUL in mount argument"))?;
+    let flags = rustix::mount::MountFlags::from_bits_retain(flags as _);
+    Ok(rustix::mount::mount(c"rsandbox", target, fstype, flags, Some(options.as_c_str()))?)
 }
 
 /// `mount(source, target, NULL, MS_BIND | MS_REC, NULL)`.
 pub fn bind_mount(source: &std::ffi::CStr, target: &std::ffi::CStr) -> io::Result<()> {
-    // SAFETY: both are valid NUL-terminated strings alive for the call.
-    check_int(unsafe {
-        libc::mount(source.as_ptr(), target.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null())
-    })
+    Ok(rustix::mount::mount_bind_recursive(source, target)?)
 }
 
 /// `mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL)`.
 pub fn remount_bind(target: &std::ffi::CStr, flags: libc::c_ulong) -> io::Result<()> {
+    // libc: as in `mount`, no source, type or data (rustix's `mount_remount` passes data).
     // SAFETY: a valid NUL-terminated target; null source, type and data are allowed.
     check_int(unsafe {
         libc::mount(
@@ -205,10 +184,7 @@ pub fn remount_bind(target: &std::ffi::CStr, flags: libc::c_ulong) -> io::Result
 
 /// The per-mount flags of the mount holding `path` (`statvfs` `f_flag`), as `MS_*`.
 pub fn mount_flags(path: &std::ffi::CStr) -> io::Result<libc::c_ulong> {
-    // SAFETY: a zeroed statvfs is a valid out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid path and a writable statvfs.
-    check_int(unsafe { libc::statvfs(path.as_ptr(), &mut st) })?;
+    let st = rustix::fs::statvfs(path)?;
     // ST_* and MS_* share these bit values.
     let keep = libc::MS_RDONLY
         | libc::MS_NOSUID
@@ -217,38 +193,35 @@ pub fn mount_flags(path: &std::ffi::CStr) -> io::Result<libc::c_ulong> {
         | libc::MS_NOATIME
         | libc::MS_NODIRATIME
         | libc::MS_RELATIME;
-    Ok(st.f_flag & keep)
+    Ok(st.f_flag.bits() as libc::c_ulong & keep)
 }
 
 /// `pivot_root(new_root, put_old)`.
 pub fn pivot_root(new_root: &std::ffi::CStr, put_old: &std::ffi::CStr) -> io::Result<()> {
-    // SAFETY: two valid NUL-terminated paths alive for the call.
-    check(unsafe { libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()) }).map(drop)
+    Ok(rustix::process::pivot_root(new_root, put_old)?)
 }
 
 /// `umount2(target, MNT_DETACH)`.
 pub fn umount_detach(target: &str) -> io::Result<()> {
-    let c = std::ffi::CString::new(target).map_err(|_| io::Error::other("NUL in path"))?;
-    // SAFETY: a valid NUL-terminated path.
-    check_int(unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) })
+    Ok(rustix::mount::unmount(target, rustix::mount::UnmountFlags::DETACH)?)
 }
 
 /// `close_range(first, ~0, 0)`: close every fd from `first` up.
 pub fn close_fds_from(first: RawFd) -> io::Result<()> {
+    // libc: rustix has no close_range.
     // SAFETY: integer-only system call; closing fds we no longer use is the point.
     check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) }).map(drop)
 }
 
 /// `setrlimit(resource, {soft, hard})`.
-pub fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
-    let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
-    // SAFETY: `limit` is a valid rlimit that lives across the call; the kernel only reads it.
-    check_int(unsafe { libc::setrlimit(resource, &limit) })
+pub fn set_rlimit(resource: rustix::process::Resource, soft: u64, hard: u64) -> io::Result<()> {
+    Ok(rustix::process::setrlimit(resource, rustix::process::Rlimit { current: Some(soft), maximum: Some(hard) })?)
 }
 
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the kernel's ABI
 /// version, or 0 when Landlock is missing or disabled.
 pub fn landlock_abi_version() -> i32 {
+    // libc: rustix has no Landlock calls (the `landlock` crate makes the others).
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute pointer and size 0 the kernel reads no memory.
     let rc = unsafe {
@@ -268,62 +241,44 @@ pub fn landlock_abi_version() -> i32 {
 
 /// `prctl(PR_GET_SECCOMP)`: whether the kernel has seccomp at all (EINVAL when not built in).
 pub fn seccomp_available() -> bool {
-    // SAFETY: integer-only prctl.
-    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+    rustix::thread::secure_computing_mode().is_ok()
 }
 
 /// `close(fd)`; errors are meaningless for an fd we are only giving up.
 pub fn close(fd: RawFd) {
     // SAFETY: closing an fd this process owns and no longer uses.
-    unsafe { libc::close(fd) };
+    unsafe { rustix::io::close(fd) };
 }
 
 /// `write` that retries on EINTR; async-signal-safe.
 pub fn write_all_raw(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: the caller passes an fd that stays open for this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     while !bytes.is_empty() {
-        // SAFETY: the pointer and length describe a live slice.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
+        match rustix::io::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
-        bytes = &bytes[n as usize..];
     }
     Ok(())
 }
 
 /// `_exit(code)`: leave without running atexit handlers or flushing stdio.
 pub fn exit_immediately(code: libc::c_int) -> ! {
+    // libc: rustix ends a process only in its `runtime` feature (for libc replacements).
     // SAFETY: _exit never returns and is async-signal-safe.
     unsafe { libc::_exit(code) }
 }
 
 /// `access(path, W_OK)`.
 pub fn access_writable(path: &str) -> bool {
-    let Ok(c) = std::ffi::CString::new(path) else { return false };
-    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
 }
 
 /// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file (libseccomp's reference program
 /// is exported into one and read back, in the tests).
 #[cfg(test)]
 pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: a valid NUL-terminated name alive for the call; integer flags.
-    let fd = check_int_fd(unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) })?;
-    // SAFETY: the kernel just gave us this fd and nothing else owns it.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-}
-
-#[cfg(test)]
-fn check_int_fd(rc: libc::c_int) -> io::Result<RawFd> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
+    Ok(rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?)
 }

@@ -7,19 +7,21 @@
 //!
 //! Who may talk to it: the socket lives in a directory only this user can enter
 //! (`$XDG_RUNTIME_DIR/rsandbox`, or `/tmp/rsandbox-<uid>`, created 0700 and refused if
-//! it is a symlink, someone else's, or open to others), and the daemon also checks each
-//! peer's uid (`SO_PEERCRED`). One daemon per engine configuration: the key hashes the
-//! binaries (path and mtime), the engine flags and the environment the engine reads
-//! (`TZ`, `R_HOME`, `TMPDIR`, `RSANDBOX_ZYGOTE`). A daemon exits after an idle period
+//! it is a symlink, someone else's, or open to others), and each end checks the other
+//! (`SO_PEERCRED`): the same uid, and a process of its own pid namespace. One daemon per
+//! engine configuration and pid namespace: the key hashes the binaries (path and mtime),
+//! the engine flags, the environment the engine reads (`TZ`, `R_HOME`, `TMPDIR`,
+//! `RSANDBOX_ZYGOTE`) and the pid namespace (a container that shares the directory with
+//! the host or another container gets a daemon of its own). A daemon exits after an idle period
 //! (`RSANDBOX_DAEMON_IDLE` seconds, default 600) and removes its socket.
 //! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
 
 use base64::Engine as _;
-use rsandbox::{Engine, EngineConfig, EvalOptions, EvalResult};
+use rsandbox::{Engine, EngineConfig, EvalOptions, EvalRequest, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
@@ -84,6 +86,9 @@ impl DaemonKey {
         for var in ["TZ", "R_HOME", "TMPDIR", "RSANDBOX_ZYGOTE"] {
             std::env::var_os(var).hash(&mut h);
         }
+        // A daemon evaluates in its own world (its R, its files): one of another pid
+        // namespace sharing this directory is not this caller's.
+        std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
         format!("daemon-{:016x}", h.finish())
     }
 }
@@ -91,8 +96,7 @@ impl DaemonKey {
 /// The directory for this user's daemon sockets, created if missing. An error when it
 /// exists but is not safe: a symlink, someone else's, or open to others.
 pub fn runtime_dir() -> Result<PathBuf, String> {
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(base) if base.is_absolute() && std::fs::metadata(&base).is_ok_and(|m| m.uid() == uid) => {
             base.join("rsandbox")
@@ -127,7 +131,7 @@ pub enum Answer {
 
 /// Evaluate through this user's daemon. `Ok(None)`: no daemon answers (one is started
 /// in the background for the next call); the caller evaluates on its own.
-pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) -> Result<Option<Answer>, String> {
+pub fn eval(key: &DaemonKey, request: &EvalRequest<'_>) -> Result<Option<Answer>, String> {
     let dir = runtime_dir()?;
     let socket = dir.join(format!("{}.sock", key.name()));
     let Ok(mut stream) = UnixStream::connect(&socket) else {
@@ -135,14 +139,20 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
         return Ok(None);
     };
     // The directory is ours and 0700, so only we (or root) could have made this
-    // socket; the daemon must also run as us.
-    let peer = rustix::net::sockopt::socket_peercred(stream.as_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if peer.uid.as_raw() != me {
-        return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid.as_raw()));
+    // socket; the daemon must also run as us, where we can see it.
+    let peer = peer_credentials(&stream)
+        .map_err(|e| format!("cannot tell who runs the daemon at {} (SO_PEERCRED: {e})", socket.display()))?;
+    let me = rustix::process::geteuid().as_raw();
+    if peer.uid != me {
+        return Err(format!("the daemon at {} runs as uid {}, not {me}", socket.display(), peer.uid));
     }
-    let files: Vec<Value> = job
+    if peer.pid == 0 {
+        return Err(format!(
+            "the daemon at {} runs outside this pid namespace (the host or another container shares the directory)",
+            socket.display()
+        ));
+    }
+    let files: Vec<Value> = request
         .files
         .iter()
         .map(
@@ -150,8 +160,8 @@ pub fn eval(key: &DaemonKey, job: &crate::evaluate::Job, options: &EvalOptions) 
         )
         .collect();
     let request = json!({
-        "op": "eval", "id": 1, "code": job.code, "timeout": options.timeout.as_secs_f64(),
-        "limits": limits_json(options), "files": files, "collect": job.collect, "args": job.args,
+        "op": "eval", "id": 1, "code": request.code, "timeout": request.options.timeout.as_secs_f64(),
+        "limits": limits_json(&request.options), "files": files, "collect": request.collect, "args": request.args,
     });
     let mut line = request.to_string();
     line.push('\n');
@@ -210,15 +220,11 @@ fn start(key: &DaemonKey, dir: &Path) -> Result<(), String> {
         command.arg("--no-namespaces");
     }
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).current_dir("/");
-    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our terminal
-    // and process group, so a Ctrl-C meant for this command does not reach it.
+    // SAFETY: the closure makes one raw system call (rustix's setsid allocates nothing
+    // and is async-signal-safe); it detaches the daemon from our terminal and process
+    // group, so a Ctrl-C meant for this command does not reach it.
     unsafe {
-        command.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        command.pre_exec(|| rustix::process::setsid().map(drop).map_err(std::io::Error::from));
     }
     // Not waited for: it outlives us and is reparented.
     command.spawn().map(drop).map_err(|e| format!("failed to start the daemon: {e}"))
@@ -248,6 +254,8 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => anyhow::bail!("cannot remove the stale socket {}: {e}", socket.display()),
     }
+    // libc, not rustix: rustix installs signal handlers only in its `runtime` feature,
+    // which is for programs that replace libc.
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     if unsafe { libc::signal(libc::SIGTERM, on_sigterm as *const () as libc::sighandler_t) } == libc::SIG_ERR {
         anyhow::bail!("failed to install the SIGTERM handler: {}", std::io::Error::last_os_error());
@@ -275,8 +283,7 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
     let last_seen = Arc::new(Mutex::new(Instant::now()));
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
@@ -300,10 +307,11 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 if STOP.load(Ordering::SeqCst) || (active.load(Ordering::SeqCst) == 0 && quiet >= idle) {
                     return Ok(());
                 }
-                let mut fd =
-                    libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 };
-                // SAFETY: one valid pollfd; waking every 200 ms to look at the idle clock.
-                unsafe { libc::poll(&mut fd, 1, 200) };
+                // Waking every 200 ms to look at the idle clock; an interrupted or failed
+                // wait only means the loop looks again sooner.
+                let mut fds = [rustix::event::PollFd::new(listener, rustix::event::PollFlags::IN)];
+                let tick = rustix::event::Timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+                rustix::event::poll(&mut fds, Some(&tick)).ok();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),
@@ -311,9 +319,37 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
     }
 }
 
-/// Whether the peer of `stream` runs as `uid`.
+/// Whether the peer of `stream` runs as `uid`, in our pid namespace.
 fn peer_is(stream: &UnixStream, uid: u32) -> bool {
-    rustix::net::sockopt::socket_peercred(stream.as_fd()).is_ok_and(|cred| cred.uid.as_raw() == uid)
+    peer_credentials(stream).is_ok_and(|cred| cred.uid == uid && cred.pid != 0)
+}
+
+/// The peer's credentials (`SO_PEERCRED`), as the kernel gives them: a pid of 0 means a
+/// process outside our pid namespace. Read into libc's `ucred`, not rustix's `UCred`:
+/// rustix holds the pid as a non-zero `Pid`, so that answer is undefined behaviour there
+/// (in a container sharing the host's daemon directory it came out as the error
+/// "Success (os error 0)").
+fn peer_credentials(stream: &UnixStream) -> std::io::Result<libc::ucred> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live locals, writable, and `len` is `cred`'s size; the
+    // fd belongs to `stream`, which outlives the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(std::io::Error::other(format!("a short answer ({len} bytes)")));
+    }
+    Ok(cred)
 }
 
 /// `rsandbox daemon --stop`: end every daemon of this user (they finish what they run).
@@ -322,31 +358,30 @@ fn peer_is(stream: &UnixStream, uid: u32) -> bool {
 /// read from a file: a stale pid file may name a process that reused the pid.
 pub fn stop_all() -> anyhow::Result<u8> {
     let dir = runtime_dir().map_err(anyhow::Error::msg)?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     let mut stopped = 0;
     for entry in std::fs::read_dir(&dir)? {
         let socket = entry?.path();
         if socket.extension().is_none_or(|e| e != "sock") {
             continue;
         }
-        let listener = UnixStream::connect(&socket)
-            .ok()
-            .and_then(|stream| rustix::net::sockopt::socket_peercred(stream.as_fd()).ok())
-            .filter(|cred| cred.uid.as_raw() == me)
-            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid.as_raw_pid()));
-        match listener {
-            Some(pid) => {
-                let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-                    .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
-                if ended.is_ok() {
-                    stopped += 1;
-                }
-            }
+        let Ok(stream) = UnixStream::connect(&socket) else {
             // Nobody listens: what is left of a daemon that died. Nothing to signal.
-            None => {
-                std::fs::remove_file(&socket).ok();
-                std::fs::remove_file(socket.with_extension("pid")).ok();
+            std::fs::remove_file(&socket).ok();
+            std::fs::remove_file(socket.with_extension("pid")).ok();
+            continue;
+        };
+        // A listener of another uid, or outside our pid namespace (pid 0), is not ours
+        // to stop, and its socket is left alone.
+        let listener = peer_credentials(&stream)
+            .ok()
+            .filter(|cred| cred.uid == me)
+            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid));
+        if let Some(pid) = listener {
+            let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+                .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
+            if ended.is_ok() {
+                stopped += 1;
             }
         }
     }
@@ -361,8 +396,7 @@ mod tests {
     #[test]
     fn only_the_same_uid_is_served() {
         let (a, _b) = UnixStream::pair().unwrap();
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         assert!(peer_is(&a, me));
         assert!(!peer_is(&a, me + 1));
     }

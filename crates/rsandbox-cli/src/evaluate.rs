@@ -61,8 +61,11 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     let use_daemon = !engine.no_daemon
         && std::env::var_os("RSANDBOX_NO_DAEMON").is_none_or(|v| v.is_empty() || v == "0")
         && request_bytes < MAX_DAEMON_REQUEST;
+    let Job { code, files, collect, args } = job;
+    let mut request = EvalRequest::new(&code, options.clone());
+    (request.files, request.collect, request.args) = (files, collect, args);
     let key = daemon::DaemonKey::for_config(&engine.config()).filter(|_| use_daemon);
-    let answer = match key.map(|key| daemon::eval(&key, &job, &options)) {
+    let answer = match key.map(|key| daemon::eval(&key, &request)) {
         None | Some(Ok(None)) => None,
         Some(Ok(Some(answer))) => Some(answer),
         Some(Err(why)) => {
@@ -79,9 +82,6 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
         None => {
             // One fork only: warming the zygote for fast later forks would be wasted here.
             let engine = rsandbox::Engine::start(EngineConfig { warm: false, ..engine.config() })?;
-            let Job { code, files, collect, args } = job;
-            let mut request = EvalRequest::new(&code, options.clone());
-            (request.files, request.collect, request.args) = (files, collect, args);
             engine.eval_request(request)?
         }
     };

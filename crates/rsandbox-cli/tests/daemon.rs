@@ -235,3 +235,56 @@ both!(
         std::fs::remove_dir_all(&base).ok();
     }
 );
+
+/// A container that shares the daemon directory with the host (or with another
+/// container) has a pid namespace of its own, where the host's daemon is not visible:
+/// `SO_PEERCRED` names it with pid 0. The CLI there must neither use that daemon (it
+/// evaluates in the host's world) nor fail on the answer (it printed "evaluating without
+/// the daemon: SO_PEERCRED: Success (os error 0)"); it gets a daemon of its own. Root:
+/// a pid namespace is made with `unshare --pid --fork --mount-proc`.
+#[test]
+fn a_daemon_of_another_pid_namespace_is_not_used() {
+    let base = runtime_base(Who::Root, "pidns");
+    let dir = base.join("rsandbox");
+    let (out, j) = eval_via(Who::Root, &base, "60", &[], "1 + 1");
+    assert_outcome(&out, &j, "ok", 0);
+    wait_for("the host's daemon", || !files_with(&dir, "sock").is_empty() && !files_with(&dir, "pid").is_empty());
+    let host_daemon: i64 = std::fs::read_to_string(&files_with(&dir, "pid")[0]).unwrap().trim().parse().unwrap();
+    let (out, j) = eval_via(Who::Root, &base, "60", &[], WHO_SERVES);
+    assert_eq!(supervisor_of(&j), host_daemon, "the host's own calls use its daemon:{out}");
+
+    let in_namespace = || {
+        let out = std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc"])
+            .arg(&binaries().cli)
+            .args(["eval", "--json", WHO_SERVES])
+            .env_clear()
+            .envs([
+                ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+                ("LANG", "C.UTF-8"),
+                ("HOME", "/root"),
+                ("RSANDBOX_NO_DAEMON", "0"),
+                ("RSANDBOX_DAEMON_IDLE", "60"),
+                ("XDG_RUNTIME_DIR", base.to_str().unwrap()),
+            ])
+            .current_dir("/")
+            .output()
+            .expect("run unshare");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "in a pid namespace of its own: {:?}\n{stdout}\n{stderr}", out.status);
+        let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        (json, stderr.into_owned())
+    };
+    // Twice: the first call starts the namespace's daemon, the second may find it.
+    for _ in 0..2 {
+        let (j, stderr) = in_namespace();
+        assert_eq!(j["outcome"], "ok", "{j}\n{stderr}");
+        assert!(!stderr.contains("os error 0"), "{stderr}");
+        assert!(!stderr.contains("evaluating without the daemon"), "the host's daemon is not this caller's: {stderr}");
+        assert_ne!(supervisor_of(&j), host_daemon, "served by the host's daemon: {j}");
+    }
+    let stop = rsandbox_with(Who::Root, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+    stop.assert_code(0);
+    wait_for("the host's daemon to exit", || !Path::new(&format!("/proc/{host_daemon}")).exists());
+    std::fs::remove_dir_all(&base).ok();
+}

@@ -4,14 +4,14 @@
 //! `lockdown::command`); any other is a violation that ends the program.
 
 use crate::child::signal_name;
+use crate::config::EngineConfig;
 use crate::errors::{EngineError, InputError};
-use crate::options::{EngineConfig, EvalOptions};
-use crate::r_policy::{base_environment, base_policy};
+use crate::options::EvalOptions;
+use crate::r_policy::{base_environment, base_policy, with_interpreters};
 use crate::result::{ExitStatus, Outcome, Usage};
 use crate::workspace::WorkspaceRoot;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -44,70 +44,6 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
     })
 }
 
-/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line. Reads only the
-/// file's header, program headers and the interpreter's name, never the whole file.
-pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
-    use std::os::unix::fs::FileExt;
-    let file = File::open(path)?;
-    let mut head = Vec::new();
-    (&file).take(4096).read_to_end(&mut head)?;
-    if let Some(rest) = head.strip_prefix(b"#!") {
-        let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
-        let text = String::from_utf8_lossy(line);
-        return Ok(text.split_whitespace().next().map(PathBuf::from));
-    }
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
-        return Ok(None); // not a 64-bit ELF: nothing we know how to read
-    }
-    let u16_at = |buf: &[u8], o: usize| u16::from_le_bytes([buf[o], buf[o + 1]]) as u64;
-    let u32_at = |buf: &[u8], o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
-    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
-    if phentsize < 56 || phnum > 256 {
-        return Ok(None); // not program headers we understand
-    }
-    let mut headers = vec![0u8; (phentsize * phnum) as usize];
-    file.read_exact_at(&mut headers, phoff)?;
-    for ph in headers.chunks_exact(phentsize as usize) {
-        const PT_INTERP: u32 = 3;
-        if u32_at(ph, 0) == PT_INTERP {
-            let (offset, size) = (u64_at(ph, 8), u64_at(ph, 32));
-            if size > 4096 {
-                return Ok(None);
-            }
-            let mut name = vec![0u8; size as usize];
-            file.read_exact_at(&mut name, offset)?;
-            let text = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
-            return Ok(Some(PathBuf::from(text)));
-        }
-    }
-    Ok(None)
-}
-
-/// `programs` and what running them executes as well: the interpreter of each file (an
-/// ELF's dynamic loader, a script's `#!` program) and that interpreter's own. Trees
-/// (directories) are kept as they are.
-pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineError> {
-    let mut all: Vec<PathBuf> = programs.to_vec();
-    for program in programs.iter().filter(|p| p.is_file()) {
-        let mut current = program.clone();
-        // A script's interpreter may be a script (at most one level, as the kernel allows).
-        for _ in 0..2 {
-            let Some(interp) =
-                interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))?
-            else {
-                break;
-            };
-            let interp = interp.canonicalize().unwrap_or(interp);
-            if !all.contains(&interp) {
-                all.push(interp.clone());
-            }
-            current = interp;
-        }
-    }
-    Ok(all)
-}
-
 /// Where the workspace's (empty) host directory goes when neither the caller nor
 /// `TMPDIR` names a place: `/dev/shm` when it is a root-owned, sticky tmpfs, and only
 /// when the workspace is sure to be the sandbox's own quota tmpfs (a disk quota, in
@@ -126,10 +62,7 @@ fn memory_parent(options: &EvalOptions, config: &EngineConfig) -> Option<PathBuf
     if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o1777 != 0o1777 {
         return None;
     }
-    // SAFETY: a zeroed statfs is a valid out-parameter.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a writable statfs, both valid for the call.
-    if unsafe { libc::statfs(SHM.as_ptr(), &mut fs) } != 0 || fs.f_type as i64 != TMPFS_MAGIC {
+    if rustix::fs::statfs(SHM).ok()?.f_type as i64 != TMPFS_MAGIC {
         return None;
     }
     Some(PathBuf::from("/dev/shm"))
@@ -207,35 +140,39 @@ struct Waited {
 fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -> Result<Waited, EngineError> {
     let pid = spawned.pid;
     let listener = spawned.violations.as_raw_fd();
-    // SAFETY: pidfd_open on our own, unreaped child.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if raw < 0 {
-        return Err(EngineError::io("open a pidfd")(io::Error::last_os_error()));
-    }
-    // SAFETY: the kernel just returned this fd to us.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    let group = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| EngineError::io("open a pidfd")(io::Error::other("no pid")))?;
+    // Our own, unreaped child: the pid cannot have been reused.
+    let pidfd = rustix::process::pidfd_open(group, rustix::process::PidfdFlags::empty())
+        .map_err(|e| EngineError::io("open a pidfd")(e.into()))?;
+    // The child leads its own process group; the leader is a zombie until reaped, so its
+    // pid names the group until then. A group already gone needs nothing.
+    let kill_group = || {
+        rustix::process::kill_process_group(group, rustix::process::Signal::KILL).ok();
+    };
     let mut timed_out = false;
     let mut violation = None;
     let mut listening = true;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut fds = [
-            libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: if listening { listener } else { -1 }, events: libc::POLLIN, revents: 0 },
-        ];
-        let ms = left.as_millis().clamp(0, i32::MAX as u128) as i32;
-        // SAFETY: two valid pollfds (a negative fd is ignored).
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if n > 0 && fds[0].revents != 0 {
+        let mut fds = vec![rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+        if listening {
+            fds.push(rustix::event::PollFd::new(&spawned.violations, rustix::event::PollFlags::IN));
+        }
+        let timeout = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        // EINTR: nothing is ready; the loop looks at the deadline again.
+        let Ok(n) = rustix::event::poll(&mut fds, Some(&timeout)) else { continue };
+        let exited = !fds[0].revents().is_empty();
+        let reported = fds.get(1).map_or(rustix::event::PollFlags::empty(), |f| f.revents());
+        if exited {
             break;
         }
-        if n > 0 && fds[1].revents & libc::POLLIN != 0 {
+        if reported.contains(rustix::event::PollFlags::IN) {
             match lockdown::seccomp::receive_notification(listener) {
                 Ok(call) => {
                     violation
                         .get_or_insert(lockdown::seccomp::syscall_name(call.syscall).unwrap_or("unknown").to_string());
-                    // SAFETY: signalling the process group we created for the child.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    kill_group();
                     // Killed anyway; the refusal only unblocks the caller sooner.
                     let _ = lockdown::seccomp::deny_notification(listener, call.id);
                 }
@@ -243,23 +180,20 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => {
                     // Fail closed: a program whose violations cannot be seen is ended.
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    kill_group();
                     violation.get_or_insert(format!("unknown (the violation listener failed: {e})"));
                 }
             }
-        } else if n > 0 && fds[1].revents != 0 {
+        } else if !reported.is_empty() {
             listening = false; // every process under the filter is gone
         }
         if n == 0 && !timed_out {
             timed_out = true;
-            // SAFETY: signalling the process group we created for the child.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            kill_group();
         }
     }
-    // The leader is a zombie until reaped, so -pid still names its group.
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    kill_group();
+    // libc: rustix's waitpid does not return the rusage (wait4's) that the report needs.
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid out-parameter.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -279,22 +213,4 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         timed_out,
         violation,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interpreters_of_elf_script_and_plain_files() {
-        let elf = interpreter_of(Path::new("/bin/true")).unwrap().expect("a dynamic ELF names its loader");
-        assert!(elf.to_string_lossy().contains("ld-linux"), "{elf:?}");
-        let dir = std::env::temp_dir().join(format!("rsandbox-interp-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("script"), "#!/bin/sh -e\necho hi\n").unwrap();
-        std::fs::write(dir.join("plain"), "not a program").unwrap();
-        assert_eq!(interpreter_of(&dir.join("script")).unwrap(), Some(PathBuf::from("/bin/sh")));
-        assert_eq!(interpreter_of(&dir.join("plain")).unwrap(), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -13,8 +13,9 @@
 //! loaded, and the peak of time, CPU and memory, come from the successful run. A
 //! forbidden call no profile grants is listed, and makes the learning fail.
 
+use crate::config::EngineConfig;
 use crate::errors::EngineError;
-use crate::options::{EngineConfig, EvalOptions};
+use crate::options::EvalOptions;
 use crate::profile::Profile;
 use crate::result::{EvalResult, LearningReport, Outcome};
 use crate::session::ExecuteOptions;

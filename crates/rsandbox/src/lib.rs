@@ -26,6 +26,7 @@ pub(crate) use note;
 
 pub mod audit;
 pub mod child;
+pub mod config;
 pub mod errors;
 pub mod events;
 pub mod exec;
@@ -40,16 +41,18 @@ pub mod profile;
 pub mod r_policy;
 pub mod result;
 pub mod session;
+pub mod system_trees;
 pub mod tools;
 pub mod values;
 mod warm;
 pub mod workspace;
 pub mod zygote;
 
+pub use config::EngineConfig;
 pub use errors::{EngineError, InputError, RefusedLayer};
 pub use events::{Event, OutputStream};
 pub use lockdown::{Applied, LandlockEnforcement};
-pub use options::{parse_size, EngineConfig, EvalOptions};
+pub use options::{parse_size, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome, WorkspaceFile};
 pub use session::{ExecuteOptions, Session};

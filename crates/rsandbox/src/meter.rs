@@ -75,8 +75,7 @@ pub struct Meter {
 impl Meter {
     /// A meter for the group led by `leader`, with its current memory as the baseline.
     pub fn new(leader: i32) -> io::Result<Meter> {
-        // SAFETY: sysconf has no memory effects.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let ticks = rustix::param::clock_ticks_per_second();
         let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() {
             MemoryAccounting::Pss
         } else {
@@ -233,12 +232,10 @@ impl Stat {
 /// started in it) stays stopped until the next request: between requests nothing of the
 /// sandbox runs.
 pub fn stop_group(meter: &Meter) -> io::Result<()> {
-    // SAFETY: a signal to the process group whose leader is our child R: the group id
-    // stays reserved while the leader exists (we hold its pidfd, so it is not reaped).
-    if unsafe { libc::kill(-meter.pgid, libc::SIGSTOP) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // The group whose leader is our child R: its id stays reserved while the leader
+    // exists (we hold its pidfd, so it is not reaped).
+    let group = rustix::process::Pid::from_raw(meter.pgid).ok_or_else(|| io::Error::other("no process group"))?;
+    Ok(rustix::process::kill_process_group(group, rustix::process::Signal::STOP)?)
 }
 
 /// Kill every member of the group but its leader (what a session's R left running
@@ -247,24 +244,18 @@ pub fn stop_group(meter: &Meter) -> io::Result<()> {
 pub fn kill_others(meter: &Meter) -> io::Result<usize> {
     let mut killed = 0;
     for pid in meter.others()? {
-        // SAFETY: pidfd_open takes a pid and flags; the fd it returns is ours to close.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if fd < 0 {
+        let Some(fd) = rustix::process::Pid::from_raw(pid)
+            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok())
+        else {
             continue; // gone already
-        }
+        };
         let still_member = fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|t| Stat::parse(&t))
             .is_some_and(|s| s.pgid == meter.pgid);
-        if still_member {
-            // SAFETY: signalling through a pidfd we own; no info pointer.
-            if unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, std::ptr::null::<u8>(), 0) } == 0
-            {
-                killed += 1;
-            }
+        if still_member && rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL).is_ok() {
+            killed += 1;
         }
-        // SAFETY: closing the pidfd opened above, used nowhere else.
-        unsafe { libc::close(fd) };
     }
     Ok(killed)
 }

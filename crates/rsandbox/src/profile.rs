@@ -572,8 +572,11 @@ impl Profile {
 /// code change what every later sandbox runs; one over the temporary directory would
 /// reach where the sandboxes' workspaces live: refused.
 pub fn writable_dir(dir: &Path) -> Result<(), String> {
-    let system: Vec<PathBuf> =
-        crate::r_policy::SYSTEM_READ_ONLY.iter().chain(&["/etc", "/proc", "/sys", "/dev"]).map(PathBuf::from).collect();
+    let system: Vec<PathBuf> = crate::system_trees::SYSTEM_READ_ONLY
+        .iter()
+        .chain(&["/etc", "/proc", "/sys", "/dev"])
+        .map(PathBuf::from)
+        .collect();
     if system.iter().any(|s| s.starts_with(dir) || dir.starts_with(s)) || std::env::temp_dir().starts_with(dir) {
         return Err(format!(
             "write: {} is, holds or lies in a system or temporary root; list a directory of your own",

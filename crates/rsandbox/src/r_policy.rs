@@ -1,29 +1,18 @@
-//! The lockdown policy for an R child: what R needs to read, nothing else.
+//! The lockdown policy for a sandbox (an R child, or a program under `rsandbox exec`):
+//! what it needs to read, write and execute, nothing else. What a program needs to be
+//! executable besides itself (its ELF loader, its `#!` interpreter) is decided here.
 
-use crate::options::{EngineConfig, EvalOptions};
+use crate::config::EngineConfig;
+use crate::errors::EngineError;
+use crate::options::EvalOptions;
+use crate::system_trees::SYSTEM_READ_ONLY;
 use crate::workspace::Workspace;
 use crate::zygote::ZygoteInfo;
 use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
 use lockdown::{Limits, Policy, WorkspaceQuota};
-use std::path::PathBuf;
-
-/// System trees R and its shared libraries are loaded from. No home directory, no
-/// `/etc` beyond R's own configuration, fonts, the dynamic linker cache and the time zone.
-pub const SYSTEM_READ_ONLY: [&str; 12] = [
-    "/usr",
-    "/lib",
-    "/lib64",
-    "/lib32",
-    "/bin",
-    "/etc/R",
-    "/etc/fonts",
-    // fontconfig's cache: without it the first plot in a child rescans every font.
-    "/var/cache/fontconfig",
-    "/etc/ld.so.cache",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/usr/share/zoneinfo",
-];
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 /// What every sandbox gets, R or not: system libraries read-only, its workspace (on a
 /// quota'd tmpfs) and /dev/null read-write, the limits asked for, its own identity when
@@ -130,9 +119,7 @@ pub fn executables(info: &ZygoteInfo, exec: &[PathBuf]) -> Vec<PathBuf> {
     for program in programs {
         // A file whose header cannot be read keeps no interpreter: it fails to start
         // (closed), and the other programs keep theirs.
-        for path in
-            crate::exec::with_interpreters(std::slice::from_ref(&program)).unwrap_or_else(|_| vec![program.clone()])
-        {
+        for path in with_interpreters(std::slice::from_ref(&program)).unwrap_or_else(|_| vec![program.clone()]) {
             if !all.contains(&path) {
                 all.push(path);
             }
@@ -171,4 +158,86 @@ pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(Str
     ]);
     env.extend(info.r_directories.iter().map(|(name, dir)| (name.clone(), dir.to_string_lossy().into_owned())));
     env
+}
+
+/// The interpreter a file needs to run: ELF `PT_INTERP` or a `#!` line. Reads only the
+/// file's header, program headers and the interpreter's name, never the whole file.
+pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path)?;
+    let mut head = Vec::new();
+    (&file).take(4096).read_to_end(&mut head)?;
+    if let Some(rest) = head.strip_prefix(b"#!") {
+        let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+        let text = String::from_utf8_lossy(line);
+        return Ok(text.split_whitespace().next().map(PathBuf::from));
+    }
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
+        return Ok(None); // not a 64-bit ELF: nothing we know how to read
+    }
+    let u16_at = |buf: &[u8], o: usize| u16::from_le_bytes([buf[o], buf[o + 1]]) as u64;
+    let u32_at = |buf: &[u8], o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
+    let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
+    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
+    if phentsize < 56 || phnum > 256 {
+        return Ok(None); // not program headers we understand
+    }
+    let mut headers = vec![0u8; (phentsize * phnum) as usize];
+    file.read_exact_at(&mut headers, phoff)?;
+    for ph in headers.chunks_exact(phentsize as usize) {
+        const PT_INTERP: u32 = 3;
+        if u32_at(ph, 0) == PT_INTERP {
+            let (offset, size) = (u64_at(ph, 8), u64_at(ph, 32));
+            if size > 4096 {
+                return Ok(None);
+            }
+            let mut name = vec![0u8; size as usize];
+            file.read_exact_at(&mut name, offset)?;
+            let text = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
+            return Ok(Some(PathBuf::from(text)));
+        }
+    }
+    Ok(None)
+}
+
+/// `programs` and what running them executes as well: the interpreter of each file (an
+/// ELF's dynamic loader, a script's `#!` program) and that interpreter's own. Trees
+/// (directories) are kept as they are.
+pub fn with_interpreters(programs: &[PathBuf]) -> Result<Vec<PathBuf>, EngineError> {
+    let mut all: Vec<PathBuf> = programs.to_vec();
+    for program in programs.iter().filter(|p| p.is_file()) {
+        let mut current = program.clone();
+        // A script's interpreter may be a script (at most one level, as the kernel allows).
+        for _ in 0..2 {
+            let Some(interp) =
+                interpreter_of(&current).map_err(EngineError::io(format!("read {}", current.display())))?
+            else {
+                break;
+            };
+            let interp = interp.canonicalize().unwrap_or(interp);
+            if !all.contains(&interp) {
+                all.push(interp.clone());
+            }
+            current = interp;
+        }
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpreters_of_elf_script_and_plain_files() {
+        let elf = interpreter_of(Path::new("/bin/true")).unwrap().expect("a dynamic ELF names its loader");
+        assert!(elf.to_string_lossy().contains("ld-linux"), "{elf:?}");
+        let dir = std::env::temp_dir().join(format!("rsandbox-interp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("script"), "#!/bin/sh -e\necho hi\n").unwrap();
+        std::fs::write(dir.join("plain"), "not a program").unwrap();
+        assert_eq!(interpreter_of(&dir.join("script")).unwrap(), Some(PathBuf::from("/bin/sh")));
+        assert_eq!(interpreter_of(&dir.join("plain")).unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

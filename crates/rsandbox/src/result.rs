@@ -208,7 +208,7 @@ pub struct EvalResult {
     /// beyond the 10 000 a listing carries.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub files_truncated: bool,
-    /// Learning mode only ([`crate::options::EngineConfig::learning`]): what the code
+    /// Learning mode only ([`crate::config::EngineConfig::learning`]): what the code
     /// tried that the sandbox's policy refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learning: Option<LearningReport>,

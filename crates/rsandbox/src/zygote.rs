@@ -112,6 +112,8 @@ impl Zygote {
         }
         command.env_clear().envs(zygote_environment(tmpdir, libraries)).current_dir("/");
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        // libc, not rustix: rustix's `dup2` takes the target as an `OwnedFd`, and fd 3 here
+        // is a number nothing owns until the exec.
         // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which
         // are async-signal-safe.
         unsafe {

@@ -175,12 +175,10 @@ fn strings(value: SEXP) -> Vec<String> {
 /// Embedded R may leave its C stack check off ("unlimited"); then deep recursion
 /// segfaults instead of raising R's "C stack usage is too close to the limit".
 fn set_c_stack_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into a valid rlimit.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0;
-    if ok && limit.rlim_cur != libc::RLIM_INFINITY {
+    // `None`: unlimited, and R's check stays off.
+    if let Some(current) = rustix::process::getrlimit(rustix::process::Resource::Stack).current {
         // SAFETY: R is initialised; R_CStackLimit is a plain global read by R's checks.
-        unsafe { R_CStackLimit = (limit.rlim_cur as f64 * 0.95) as usize };
+        unsafe { R_CStackLimit = (current as f64 * 0.95) as usize };
     }
 }
 

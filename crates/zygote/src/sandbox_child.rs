@@ -8,7 +8,7 @@
 
 use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
-use crate::workspace_files;
+use crate::workspace_files::{self, PLOT_DIR};
 use base64::Engine as _;
 use lockdown::{Policy, SeccompFilters};
 use std::fs::File;
@@ -17,6 +17,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use wire::child_link::{HostLink, CHILD_CHANNEL_FD};
 use wire::messages::{ChildReport, ChildRequest, ToolStub};
+use wire::names::is_r_identifier;
 use wire::zygote_link::SpawnFds;
 
 const VIOLATION: RawFd = 4;
@@ -24,8 +25,6 @@ const VIOLATION: RawFd = 4;
 const SETUP_FAILED: i32 = 126;
 /// Largest plot file returned.
 const MAX_PLOT_BYTES: u64 = 16 << 20;
-/// Name of the plot directory inside the workspace.
-pub const PLOT_DIR: &str = ".rsandbox-plots";
 
 /// What the supervisor asked for this child.
 pub struct ChildSpec<'a> {
@@ -243,6 +242,7 @@ fn restore(r: &EmbeddedR, plot_dir: &Path, data_base64: &str) -> ChildReport {
 
 /// CPU and peak memory of this process and the children it has waited for.
 fn own_usage() -> (u64, u64) {
+    // libc: rustix has no getrusage.
     let get = |who| {
         // SAFETY: a zeroed rusage is a valid out-parameter for getrusage.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -256,12 +256,21 @@ fn own_usage() -> (u64, u64) {
     (cpu, me.ru_maxrss.max(kids.ru_maxrss) as u64)
 }
 
+/// Tool and argument names are pasted into R code (by `define_tools` below): syntactic
+/// names only. The zygote runs the same check before it forks for a spawn request.
+pub fn check_tools(tools: &[ToolStub]) -> Result<(), String> {
+    match tools.iter().find(|t| !is_r_identifier(&t.name) || !t.args.iter().all(|a| is_r_identifier(a))) {
+        Some(t) => Err(format!("invalid tool or argument name in {:?}", t.name)),
+        None => Ok(()),
+    }
+}
+
 fn define_tools(r: &EmbeddedR, tools: &[ToolStub]) -> Result<(), String> {
     if tools.is_empty() {
         return Ok(());
     }
     // Checked by the zygote before the fork too; `DefineTools` arrives after it.
-    crate::zygote_process::check_tools(tools)?;
+    check_tools(tools)?;
     let quote = |s: &str| format!("\"{s}\"");
     let mut entries = Vec::new();
     for tool in tools {
@@ -293,6 +302,7 @@ fn report_and_exit(report: &ChildReport, code: i32) -> ! {
 
 fn lockdown_exit(code: i32) -> ! {
     flush_stdio();
+    // libc: rustix ends a process only in its `runtime` feature (for libc replacements).
     // SAFETY: _exit skips atexit handlers and R's clean-up, which belong to the zygote.
     unsafe { libc::_exit(code) }
 }
@@ -306,6 +316,8 @@ fn flush_stdio() {
 /// SIGSEGV/SIGBUS (stack-overflow reports); the child must look like an ordinary process
 /// to R and to what R forks, and must die of a crash so the crash can be reported.
 fn restore_signals() -> io::Result<()> {
+    // libc: rustix sets signal masks and handlers only in its `runtime` feature, which is
+    // for programs that replace libc (and R, in this process, uses libc's).
     // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to initialise.
     let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `empty` is a valid sigset_t; the mask and dispositions belong to this
@@ -367,6 +379,8 @@ fn interruptible<T>(f: impl FnOnce() -> T) -> T {
 /// Move [channel, stdout, stderr, violation] to 3, 1, 2, 4 and stdin to /dev/null.
 fn arrange_fds(fds: SpawnFds<OwnedFd>) -> io::Result<()> {
     let fds = [fds.control, fds.stdout, fds.stderr, fds.violations];
+    // libc: the targets are fixed numbers nothing owns yet, and rustix's `dup2` takes its
+    // target as an `OwnedFd`.
     let check = |rc: libc::c_int| if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc) };
     // First lift every fd above the targets so no dup2 below clobbers one not yet moved.
     let mut lifted = Vec::new();

@@ -1,4 +1,5 @@
-//! Files in and out of a session's workspace, served by the child between evaluations.
+//! Files in and out of a session's workspace, served by the child between evaluations,
+//! and which of the workspace's directories are the harness's own (never listed).
 //!
 //! The child does this, not the supervisor: the workspace is a tmpfs in the child's own
 //! mount namespace, and the child is locked down, so even a path the checks below
@@ -16,8 +17,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use wire::messages::{FileEntry, MAX_LISTED_FILES};
 
+/// Name of the plot directory inside the workspace.
+pub const PLOT_DIR: &str = ".rsandbox-plots";
+
 /// Directories of the harness, not of the user: never listed.
-const HIDDEN: [&str; 1] = [crate::sandbox_child::PLOT_DIR];
+const HIDDEN: [&str; 1] = [PLOT_DIR];
 
 /// The components of a workspace-relative path, or why it is refused.
 pub fn components(path: &str) -> Result<Vec<&str>, String> {

@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use wire::messages::{ToolStub, ZygoteEvent, ZygoteRequest};
-use wire::names::{is_package_name, is_r_identifier};
+use wire::names::is_package_name;
 use wire::zygote_link::{spawn_fds, Ready, SupervisorLink};
 
 /// Start R, load the preloads, and describe the result.
@@ -233,21 +233,13 @@ fn check_spawn(policy: &Policy, workspace: &Path, env: &[(String, String)], tool
         return Err(format!("workspace {} is not an existing absolute directory", workspace.display()));
     }
     check_environment(env)?;
-    check_tools(tools)
+    sandbox_child::check_tools(tools)
 }
 
 /// Variables the child can set: a name without `=` or NUL, a value without NUL.
 pub fn check_environment(env: &[(String, String)]) -> Result<(), String> {
     match env.iter().find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
         Some((k, _)) => Err(format!("invalid environment variable {k:?}")),
-        None => Ok(()),
-    }
-}
-
-/// Tool and argument names are pasted into R code: syntactic names only.
-pub fn check_tools(tools: &[ToolStub]) -> Result<(), String> {
-    match tools.iter().find(|t| !is_r_identifier(&t.name) || !t.args.iter().all(|a| is_r_identifier(a))) {
-        Some(t) => Err(format!("invalid tool or argument name in {:?}", t.name)),
         None => Ok(()),
     }
 }

@@ -3,7 +3,7 @@
 //! supervisor's loop so that it starts counting the grace period at once.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -27,13 +27,8 @@ struct Inner {
 impl Interrupter {
     pub(crate) fn new(pidfd: BorrowedFd<'_>) -> io::Result<Interrupter> {
         let pidfd = pidfd.try_clone_to_owned()?;
-        // SAFETY: integer-only call; on success a new fd we own.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: the kernel just created this fd for us.
-        let wake = unsafe { OwnedFd::from_raw_fd(raw) };
+        let wake =
+            rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK)?;
         Ok(Interrupter {
             inner: Arc::new(Inner { pidfd, wake, requested: AtomicBool::new(false), running: AtomicBool::new(false) }),
         })
@@ -46,25 +41,14 @@ impl Interrupter {
             return false;
         }
         self.inner.requested.store(true, Ordering::SeqCst);
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write to our eventfd; EAGAIN (counter full) still wakes.
-        unsafe { libc::write(self.inner.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        // EAGAIN (counter full) still wakes.
+        rustix::io::write(&self.inner.wake, &1u64.to_ne_bytes()).ok();
         self.signal()
     }
 
     /// SIGINT to the child (the supervisor's own timeout path uses this too).
     pub(crate) fn signal(&self) -> bool {
-        // SAFETY: signalling the process the pidfd refers to; null info.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.inner.pidfd.as_raw_fd(),
-                libc::SIGINT,
-                std::ptr::null::<u8>(),
-                0,
-            )
-        };
-        rc == 0
+        rustix::process::pidfd_send_signal(&self.inner.pidfd, rustix::process::Signal::INT).is_ok()
     }
 
     /// Mark the span of one execute: interrupts are delivered only while the returned
@@ -81,9 +65,8 @@ impl Interrupter {
 
     /// Take a pending request (and drain the wake-up).
     pub(crate) fn take_request(&self) -> bool {
-        let mut buf = [0u8; 8];
-        // SAFETY: an 8-byte read from our non-blocking eventfd.
-        unsafe { libc::read(self.inner.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        // EAGAIN: nothing to drain.
+        rustix::io::read(&self.inner.wake, &mut [0u8; 8]).ok();
         self.inner.requested.swap(false, Ordering::SeqCst)
     }
 }

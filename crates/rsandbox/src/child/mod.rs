@@ -395,30 +395,22 @@ impl SandboxChild {
     /// Whether the process has ended (a child waiting idle may have been killed, by the
     /// zygote's end or an operator). One non-blocking poll of the pidfd.
     pub fn has_exited(&self) -> bool {
-        let mut fd = libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, zero timeout.
-        let n = unsafe { libc::poll(&mut fd, 1, 0) };
-        n != 0
+        let mut fds = [rustix::event::PollFd::new(&self.pidfd, rustix::event::PollFlags::IN)];
+        // An error (EINTR) is reported as "not exited": the next look decides.
+        rustix::event::poll(&mut fds, Some(&rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 })).is_ok_and(|n| n != 0)
     }
 
     /// Let R run again (stopped since its last request, see [`meter::stop_group`]). Only
     /// R: whatever else a request left was killed at its end. A child that is gone is
     /// no error here: the request finds out and says why.
     fn resume(&self) {
-        // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
-        // info.
-        unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGCONT, std::ptr::null::<u8>(), 0)
-        };
+        rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::CONT).ok();
     }
 
     /// SIGKILL the child (its group dies with it, killed by the zygote on reaping).
     pub fn kill(&self) {
-        // SAFETY: signalling the process the pidfd refers to; no pointers besides a null
-        // info. ESRCH (already gone) is the only expected failure and needs no action.
-        unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
-        };
+        // ESRCH (already gone) is the only expected failure and needs no action.
+        rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL).ok();
     }
 
     /// Run one request. The child stays usable afterwards unless the result's outcome
@@ -662,6 +654,8 @@ impl SandboxChild {
             until.saturating_duration_since(Instant::now())
         };
         let wait_ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // libc, not rustix: absent ends are -1 entries, which poll skips and rustix's
+        // `PollFd` (a borrowed fd each) cannot hold; the indices above name each entry.
         // SAFETY: pollfds is a valid array; negative fds are ignored by poll.
         let n = unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, wait_ms) };
         if n < 0 {

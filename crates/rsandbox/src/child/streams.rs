@@ -2,7 +2,7 @@
 //! read into memory up to the room the output limit leaves.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Bytes read from one fd per round of the supervisor's loop: however many processes
 /// write, the loop comes back to its deadline and its other fds after this much.
@@ -10,23 +10,12 @@ pub(crate) const READ_BUDGET: usize = 1 << 20;
 
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for two fds.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: fcntl on an fd we own.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    Ok(rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?)
 }
 
 /// A readable pipe end and what came out of it since the last `take`.
@@ -55,16 +44,15 @@ impl Stream {
         let mut buf = [0u8; 65536];
         let mut total = 0;
         while total < READ_BUDGET {
-            // SAFETY: reading into a local buffer from a non-blocking fd we own.
-            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
-                let n = n as usize;
+            let read = rustix::io::read(fd, &mut buf);
+            if let Ok(n @ 1..) = read {
                 let keep = n.min(room.saturating_sub(total));
                 self.data.extend_from_slice(&buf[..keep]);
                 total += n;
                 continue;
             }
-            if n == 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
+            // End of file, or an error other than "nothing yet": closed.
+            if read != Err(rustix::io::Errno::AGAIN) {
                 self.fd = None;
             }
             return total;
