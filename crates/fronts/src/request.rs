@@ -80,12 +80,6 @@ pub fn decode_files(files: Vec<InputFile>) -> Result<Vec<(String, Vec<u8>)>, Eng
 }
 
 /// The error code a client sees for an engine error.
-pub fn error_code(e: &EngineError) -> &'static str {
-    match e {
-        EngineError::Input(_) => "bad_input",
-        EngineError::Busy(_) => "busy",
-        EngineError::AcquireTimeout(_) | EngineError::Capacity(_) => "busy",
-        EngineError::Setup(_) | EngineError::LayerRefused { .. } => "sandbox_setup_failed",
-        _ => "engine_error",
-    }
+pub fn error_code(e: &EngineError) -> crate::core::ErrorCode {
+    crate::core::ErrorCode::of(e)
 }

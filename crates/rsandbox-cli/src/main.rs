@@ -26,6 +26,7 @@ mod evaluate;
 mod terminal;
 
 use anyhow::Context;
+use fronts::core::ErrorCode;
 use clap::{Args, Parser, Subcommand};
 use rsandbox::profile::Profile;
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
@@ -34,10 +35,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Bad input: nothing was started.
-pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+/// Bad input: nothing was started (the exit status of `ErrorCode::BadInput`).
+pub(crate) const EXIT_BAD_INPUT: u8 = fronts::core::error::EXIT_BAD_INPUT;
 /// The sandbox could not be set up, or the engine failed.
-pub(crate) const EXIT_SETUP_FAILED: u8 = 11;
+pub(crate) const EXIT_SETUP_FAILED: u8 = fronts::core::error::EXIT_SETUP_FAILED;
 
 #[derive(Parser)]
 #[command(name = "rsandbox", version, about = "Run untrusted R code inside kernel-enforced isolation")]
@@ -533,11 +534,24 @@ fn main() -> ExitCode {
         Err(e) => {
             // An error may quote what the sandbox chose (a file name under --output).
             eprintln!("rsandbox: {}", terminal::inert_on_stderr(&with_remedy(format!("{e:#}"))));
-            let input = e.downcast_ref::<rsandbox::InputError>().is_some()
-                || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
-            ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
+            ExitCode::from(error_code(&e).exit_code())
         }
     }
+}
+
+/// The error code of a failed command, whose exit status it decides: the engine's
+/// error's, bad input for input the CLI refused itself, else an engine error.
+fn error_code(e: &anyhow::Error) -> ErrorCode {
+    if let Some(engine) = e.downcast_ref::<EngineError>() {
+        return ErrorCode::of(engine);
+    }
+    if let Some(service) = e.downcast_ref::<fronts::core::ServiceError>() {
+        return service.code;
+    }
+    if e.downcast_ref::<rsandbox::InputError>().is_some() {
+        return ErrorCode::BadInput;
+    }
+    ErrorCode::EngineError
 }
 
 /// `rsandbox learn`: the profile on stdout when the code ran to the end (exit 0, or 1
@@ -597,21 +611,10 @@ pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> 
             None => writeln!(err, "Error: {}", shown(&e.message))?,
         }
     }
+    // A crash's detail is the error printed above.
     let why = match result.outcome {
-        Outcome::Timeout => Some(format!("time limit of {:?} reached; the sandbox was killed", options.timeout)),
-        Outcome::CpuLimit => Some("CPU time limit reached".into()),
-        Outcome::MemoryLimit => Some("memory limit reached".into()),
-        Outcome::OutputLimit => {
-            Some(format!("output limit of {} bytes reached; the sandbox was killed", options.max_output))
-        }
-        Outcome::FileSizeLimit => Some("file size limit reached".into()),
-        Outcome::ProcessLimit => Some("process limit reached".into()),
-        Outcome::Violation => Some(format!(
-            "forbidden system call {}; the sandbox was killed",
-            result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str())
-        )),
-        Outcome::Interrupted => Some("interrupted".into()),
-        Outcome::Crashed | Outcome::Ok | Outcome::Error => None,
+        Outcome::Crashed => None,
+        _ => fronts::core::outcome::stopped(result, options.timeout, options.max_output),
     };
     if let Some(why) = why {
         writeln!(err, "rsandbox: {}: {why}", result.outcome.name())?;

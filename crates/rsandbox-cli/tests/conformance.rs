@@ -947,20 +947,12 @@ impl HttpFront {
     }
 }
 
-/// An HTTP error as a reply: the body's code, with a session route's `not_found` read
-/// as the protocol's `unknown_session`.
-fn error_reply(status: u16, text: &[u8], path: &str) -> Reply {
+/// An HTTP error as a reply: the body's code, which must come with the status the core
+/// maps it to (the same code names the same failure on every front).
+fn error_reply(status: u16, text: &[u8], _path: &str) -> Reply {
     let body: Value = serde_json::from_slice(text).unwrap_or(Value::Null);
-    let mut code = body["error"]["code"].as_str().map(String::from);
-    if status == 404 && code.as_deref() == Some("not_found") && path.starts_with("/v1/sessions/") {
-        code = Some("unknown_session".into());
-    }
-    let expected = match code.as_deref() {
-        Some("bad_input") => 400,
-        Some("unknown_session") => 404,
-        Some("busy") => 409,
-        _ => status,
-    };
+    let code = body["error"]["code"].as_str().map(String::from);
+    let expected = code.as_deref().and_then(fronts::core::ErrorCode::parse).map_or(status, |c| c.http_status());
     if status != expected {
         // A status that does not go with its code matches no expected code.
         let code = Some(format!("{} with status {status}", code.as_deref().unwrap_or("no code")));
