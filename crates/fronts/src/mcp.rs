@@ -25,15 +25,15 @@
 //! timeout, limit or violation says in words what happened and whether the session kept
 //! its variables. Nothing decides an outcome here: the engine's result is rendered.
 
+use crate::core::bridge::ToolBridge;
+use crate::core::registry::{InUse, NewEntry, LOCAL};
+use crate::core::{ErrorCode, Owner, ServiceError, SessionCaps};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
-use crate::core::bridge::ToolBridge;
-use crate::core::registry::{InUse, NewEntry, LOCAL};
-use crate::core::{ErrorCode, Owner, ServiceError, SessionCaps};
 use rsandbox::{Engine, EvalOptions, EvalResult, ExecuteOptions, Outcome};
 use serde::Deserialize;
 use serde_json::json;
@@ -77,15 +77,9 @@ pub struct RunR {
     pub typed: bool,
 }
 
-/// `new_session`'s arguments.
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub struct NewSession {
-    /// Memory the code may allocate, e.g. "512M" or "2G" (default 2G).
-    pub memory: Option<String>,
-    /// CPU seconds the session may use in all. `cpu_s` is accepted too (its earlier name).
-    #[serde(alias = "cpu_s")]
-    pub cpu: Option<u64>,
-}
+/// `new_session`'s arguments: the limits every front takes (`rsandbox::Limits`; `cpu_s`
+/// is accepted for `cpu`, its earlier name here).
+pub type NewSession = rsandbox::Limits;
 
 /// A file in a session's workspace.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -168,23 +162,19 @@ impl Registry {
         EvalOptions { memory: defaults.memory.map(|m| m.min(self.config.max_memory)), ..defaults }
     }
 
-    /// The options of a session asking for `memory`: refused above the server's cap
-    /// (never lowered silently).
-    fn asked_options(&self, memory: Option<&str>, cpu_s: Option<u64>) -> Result<EvalOptions, ServiceError> {
-        let defaults = self.default_options();
-        let memory = match memory.map(rsandbox::parse_size).transpose() {
-            Ok(None) => defaults.memory,
-            Ok(Some(m)) if m > self.config.max_memory => {
-                return Err(ServiceError::bad_input(format!(
-                    "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
-                    m >> 20,
-                    self.config.max_memory >> 20
-                )))
-            }
-            Ok(Some(m)) => Some(m),
-            Err(e) => return Err(ServiceError::bad_input(format!("invalid memory: {e}"))),
-        };
-        Ok(EvalOptions { memory, cpu_seconds: cpu_s, ..defaults })
+    /// The options of a session asking for `limits`: memory above the server's cap is
+    /// refused (never lowered silently).
+    fn asked_options(&self, limits: &rsandbox::Limits) -> Result<EvalOptions, ServiceError> {
+        let options = limits.apply(self.default_options()).map_err(rsandbox::EngineError::from)?;
+        if let Some(m) = options.memory.filter(|m| *m > self.config.max_memory) {
+            return Err(ServiceError::bad_input(format!(
+                "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
+                m >> 20,
+                self.config.max_memory >> 20
+            )));
+        }
+        options.validate().map_err(rsandbox::EngineError::from)?;
+        Ok(options)
     }
 
     fn open(&self, owner: &Owner, options: EvalOptions, implicit: bool) -> Result<String, ServiceError> {
@@ -290,7 +280,7 @@ impl McpServer {
     #[tool(
         annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
         description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
-        Optional limits: memory (e.g. \"512M\"), cpu (CPU seconds in all). The server caps the sessions open \
+        Optional limits, named as on every front: memory (e.g. \"512M\"), cpu (CPU seconds in all), nproc, nofile, fsize, disk, max_output. The server caps the sessions open \
         at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
     )]
     async fn new_session(
@@ -304,7 +294,7 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu) {
+            let options = match this.registry.asked_options(&args) {
                 Ok(o) => o,
                 Err(why) => return Ok(refused(why)),
             };
@@ -384,8 +374,7 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let listed =
-                this.session_for(&owner, args.session).and_then(|s| Ok(s.session().list_files()?));
+            let listed = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().list_files()?));
             Ok(match listed {
                 Ok((files, truncated)) => {
                     let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
@@ -422,9 +411,7 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read = this
-                .session_for(&owner, args.session)
-                .and_then(|s| Ok(s.session().get_file(&args.path)?));
+            let read = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().get_file(&args.path)?));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -548,21 +535,19 @@ impl McpServer {
 
     fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
-        if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_TIMEOUT_S) {
-            return Ok(refused(ServiceError::bad_input(format!(
-                "timeout must be above 0 and at most {MAX_TIMEOUT_S} seconds"
-            ))));
-        }
+        let timeout = match rsandbox::limits::timeout_secs(timeout) {
+            Ok(t) if t.as_secs_f64() <= MAX_TIMEOUT_S => t,
+            _ => {
+                return Ok(refused(ServiceError::bad_input(format!(
+                    "timeout must be above 0 and at most {MAX_TIMEOUT_S} seconds"
+                ))))
+            }
+        };
         let session = match self.session_for(owner, args.session) {
             Ok(s) => s,
             Err(why) => return Ok(refused(why)),
         };
-        let options = ExecuteOptions {
-            timeout: Duration::from_secs_f64(timeout),
-            globals: args.globals,
-            typed: args.typed,
-            ..ExecuteOptions::default()
-        };
+        let options = ExecuteOptions { timeout, globals: args.globals, typed: args.typed, ..ExecuteOptions::default() };
         let _executing = match session.start_execute() {
             Ok(e) => e,
             Err(why) => return Ok(refused(why)),
@@ -578,7 +563,7 @@ impl McpServer {
 /// remedy where a handle is unknown.
 fn refused(why: ServiceError) -> CallToolResult {
     let text = match why.code {
-        ErrorCode::UnknownSession => format!("{} (new_session gives a handle) [{}]", why.message, why.code),
+        ErrorCode::UnknownSession => format!("{}: new_session gives a handle [{}]", why.message, why.code),
         _ => why.mcp_text(),
     };
     CallToolResult::error(vec![Content::text(text)])

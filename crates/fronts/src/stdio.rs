@@ -144,9 +144,11 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     let mut lines = LineReader { input, buf: Vec::new() };
     while let Some(line) = lines.next_line() {
         match line {
-            Err(len) => {
-                server.error(&Value::Null, ErrorCode::LineTooLong, &format!("request line of {len} bytes exceeds {MAX_LINE}"))
-            }
+            Err(len) => server.error(
+                &Value::Null,
+                ErrorCode::LineTooLong,
+                &format!("request line of {len} bytes exceeds {MAX_LINE}"),
+            ),
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
                 // Tool results are answered inline: an execute may be waiting for one.
@@ -349,7 +351,9 @@ impl Server {
             #[cfg(feature = "lint")]
             Request::Lint { id, code } => self.send(json!({"id": id, "findings": crate::lint::lint(&code)})),
             #[cfg(not(feature = "lint"))]
-            Request::Lint { id, .. } => self.error(&id, ErrorCode::UnknownOp, "this build has no lint (feature `lint`)"),
+            Request::Lint { id, .. } => {
+                self.error(&id, ErrorCode::UnknownOp, "this build has no lint (feature `lint`)")
+            }
             Request::ToolResult { call, value, error } => {
                 let answer = match error {
                     Some(e) => Err(e),
@@ -443,6 +447,9 @@ mod tests {
         assert!(options_from(&Limits::default(), Some(-1.0)).is_err());
         let bad = Limits { memory: Some("12Q".into()), ..Limits::default() };
         assert!(options_from(&bad, None).is_err());
-        assert_eq!(options_from(&Limits::default(), Some(2.5)).unwrap().timeout, std::time::Duration::from_millis(2500));
+        assert_eq!(
+            options_from(&Limits::default(), Some(2.5)).unwrap().timeout,
+            std::time::Duration::from_millis(2500)
+        );
     }
 }

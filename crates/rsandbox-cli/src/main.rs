@@ -26,8 +26,8 @@ mod evaluate;
 mod terminal;
 
 use anyhow::Context;
-use fronts::core::ErrorCode;
 use clap::{Args, Parser, Subcommand};
+use fronts::core::ErrorCode;
 use rsandbox::profile::Profile;
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
 use std::io::{Read, Write};

@@ -33,6 +33,7 @@ mod files;
 pub mod identity;
 pub mod ids;
 pub mod learn;
+pub mod limits;
 pub mod meter;
 pub mod options;
 pub mod pool;
@@ -48,6 +49,7 @@ pub mod zygote;
 
 pub use errors::{EngineError, InputError, RefusedLayer};
 pub use events::{Event, OutputStream};
+pub use limits::{parse_duration, Limits};
 pub use lockdown::{Applied, LandlockEnforcement};
 pub use options::{parse_size, EngineConfig, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};

@@ -203,10 +203,7 @@ impl ServiceError {
 
     /// The route exists, not with this method.
     pub fn method_not_allowed() -> ServiceError {
-        ServiceError::new(
-            ErrorCode::MethodNotAllowed,
-            "this route does not take that method (see /openapi.json)",
-        )
+        ServiceError::new(ErrorCode::MethodNotAllowed, "this route does not take that method (see /openapi.json)")
     }
 
     /// Too much in flight or too many requests; retry after `seconds`.

@@ -15,8 +15,11 @@ pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Optio
         Outcome::Violation => {
             let call = result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
             // Under a profile with programs, execve is no violation: another call was.
-            let why =
-                if call.starts_with("execve") { "this sandbox cannot run programs" } else { "the sandbox never allows it" };
+            let why = if call.starts_with("execve") {
+                "this sandbox cannot run programs"
+            } else {
+                "the sandbox never allows it"
+            };
             format!("the code made a forbidden system call ({call}): {why}")
         }
         Outcome::MemoryLimit => "the memory limit was reached".to_string(),
@@ -24,10 +27,9 @@ pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Optio
         Outcome::OutputLimit => format!("the code printed more than the output limit of {max_output} bytes"),
         Outcome::FileSizeLimit => "a file grew past the file size limit".to_string(),
         Outcome::ProcessLimit => "the process limit was reached".to_string(),
-        Outcome::Crashed => format!(
-            "the R process crashed ({})",
-            result.error.as_ref().map_or("no detail", |e| e.message.as_str())
-        ),
+        Outcome::Crashed => {
+            format!("the R process crashed ({})", result.error.as_ref().map_or("no detail", |e| e.message.as_str()))
+        }
     })
 }
 

@@ -19,7 +19,7 @@ use axum::{Json, Router};
 use rsandbox::{EvalRequest, EvalResult, ExecuteOptions, ToolSpec, WorkspaceFile};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use utoipa::OpenApi;
 
 /// Largest request body: code, files (base64) and JSON punctuation (the same limit
@@ -299,7 +299,8 @@ fn streamed(
 /// The checked options of an eval or job.
 fn eval_options(state: &AppState, body: &EvalBody) -> AppResult<rsandbox::EvalOptions> {
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
-    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, body.timeout.is_some())
+    let asked_timeout = body.timeout.is_some() || body.limits.timeout.is_some();
+    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, asked_timeout)
 }
 
 /// An eval in a fresh sandbox, with its events sent to `on_event`.
@@ -410,7 +411,7 @@ async fn create_session(
     body: Result<Json<SessionBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
-    let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, false)?;
+    let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, body.limits.timeout.is_some())?;
     let bridge = ToolBridge::new(stream::NO_LISTENER);
     let tools = bridge.tools(body.tools).map_err(ApiError::bad_input)?;
     state.may_add_session(&caller)?;
@@ -463,16 +464,10 @@ async fn execute(
     let Json(mut body) = body.map_err(rejection)?;
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
     let timeout = match body.timeout {
-        None => Duration::from_secs(30).min(state.caps.max_timeout),
-        Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t.min(86_400.0)),
-        Some(t) => return Err(ApiError::bad_input(format!("invalid timeout: {t}"))),
+        None => ExecuteOptions::default().timeout.min(state.caps.max_timeout),
+        Some(t) => rsandbox::limits::timeout_secs(t).map_err(rsandbox::EngineError::from)?,
     };
-    if timeout > state.caps.max_timeout {
-        return Err(ApiError::bad_input(format!(
-            "timeout above this server's cap of {} s",
-            state.caps.max_timeout.as_secs()
-        )));
-    }
+    state.caps.check_timeout(timeout)?;
     let entry = state.session(&caller, &id)?;
     let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;

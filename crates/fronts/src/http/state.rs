@@ -66,14 +66,20 @@ impl HttpCaps {
         Ok(options)
     }
 
-    /// Refuse options above the caps (400, never lowered silently).
-    pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
-        if options.timeout > self.max_timeout {
+    /// Refuse a timeout above the cap (400, never lowered silently).
+    pub fn check_timeout(&self, timeout: Duration) -> Result<(), ApiError> {
+        if timeout > self.max_timeout {
             return Err(ApiError::bad_input(format!(
                 "timeout above this server's cap of {} s",
                 self.max_timeout.as_secs()
             )));
         }
+        Ok(())
+    }
+
+    /// Refuse options above the caps (400, never lowered silently).
+    pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
+        self.check_timeout(options.timeout)?;
         if options.memory.is_some_and(|m| m > self.max_memory) {
             return Err(ApiError::bad_input(format!(
                 "memory above this server's cap of {} MiB",

@@ -17,8 +17,8 @@
 //! without end.
 
 use super::errors::ErrorBody;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use crate::core::bridge::{Sink, ToolCall};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use rsandbox::{EvalResult, Event, OutputStream};
 use serde::Deserialize;
 use serde_json::{json, Value};
