@@ -27,7 +27,7 @@
 
 use crate::core::bridge::ToolBridge;
 use crate::core::registry::{InUse, NewEntry, LOCAL};
-use crate::core::{ErrorCode, Owner, ServiceError, SessionCaps};
+use crate::core::{Caps, ErrorCode, Owner, ServiceError};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
@@ -43,16 +43,6 @@ use std::time::Duration;
 
 /// Characters of console text a result carries; the rest is cut, and said so.
 pub const MAX_TEXT: usize = 20_000;
-/// Sessions one server holds at once, by default.
-pub const MAX_SESSIONS: usize = 32;
-/// Sessions one connection may hold at once (its own and those it made), by default.
-pub const MAX_SESSIONS_PER_CONNECTION: usize = 8;
-/// How long a session may go unused before it is closed, by default.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// Most memory a session may ask for, by default.
-pub const MAX_MEMORY: u64 = 4 << 30;
-/// Longest `timeout` a call may ask for.
-pub const MAX_TIMEOUT_S: f64 = 300.0;
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
 
 /// `run_r`'s arguments.
@@ -115,29 +105,8 @@ pub struct SessionHandle {
     pub session: String,
 }
 
-/// The server's limits on sessions.
-#[derive(Clone, Copy, Debug)]
-pub struct McpConfig {
-    /// Sessions open at once on the server.
-    pub max_sessions: usize,
-    /// Sessions open at once per connection (its implicit one included).
-    pub max_sessions_per_connection: usize,
-    /// A session unused this long is closed.
-    pub idle_timeout: Duration,
-    /// Most memory a session may ask for (`new_session {memory}`); more is refused.
-    pub max_memory: u64,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        McpConfig {
-            max_sessions: MAX_SESSIONS,
-            max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION,
-            idle_timeout: IDLE_TIMEOUT,
-            max_memory: MAX_MEMORY,
-        }
-    }
-}
+/// The MCP server's ceilings: the core's [`Caps`], from [`Caps::mcp`] by default.
+pub type McpConfig = Caps;
 
 /// The token name the HTTP front's token check puts into a request's extensions.
 #[derive(Clone, Debug)]
@@ -159,13 +128,18 @@ impl Registry {
     /// A session's options where it asked for nothing: the defaults, within the caps.
     fn default_options(&self) -> EvalOptions {
         let defaults = EvalOptions::default();
-        EvalOptions { memory: defaults.memory.map(|m| m.min(self.config.max_memory)), ..defaults }
+        EvalOptions {
+            memory: defaults.memory.map(|m| m.min(self.config.max_memory)),
+            max_output: defaults.max_output.min(self.config.max_output),
+            ..defaults
+        }
     }
 
     /// The options of a session asking for `limits`: memory above the server's cap is
     /// refused (never lowered silently).
     fn asked_options(&self, limits: &rsandbox::Limits) -> Result<EvalOptions, ServiceError> {
         let options = limits.apply(self.default_options()).map_err(rsandbox::EngineError::from)?;
+        self.config.check(&EvalOptions { memory: None, ..options.clone() })?;
         if let Some(m) = options.memory.filter(|m| *m > self.config.max_memory) {
             return Err(ServiceError::bad_input(format!(
                 "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
@@ -220,7 +194,7 @@ impl McpServer {
     /// A server over `engine` (which should keep children forked ahead: `prefork`),
     /// with the default limits; one connection.
     pub fn new(engine: Engine) -> McpServer {
-        McpServer::connect(&Self::registry(engine, McpConfig::default()))
+        McpServer::connect(&Self::registry(engine, Caps::mcp()))
     }
 
     fn registry(engine: Engine, config: McpConfig) -> Arc<Registry> {
@@ -228,12 +202,7 @@ impl McpServer {
     }
 
     fn registry_with(engine: Engine, config: McpConfig, missing: Vec<String>) -> Arc<Registry> {
-        let sessions = crate::core::Registry::new(SessionCaps {
-            max_sessions: Some(config.max_sessions),
-            max_sessions_per_token: None,
-            max_sessions_per_connection: Some(config.max_sessions_per_connection),
-            idle_timeout: Some(config.idle_timeout),
-        });
+        let sessions = crate::core::Registry::new(config.sessions);
         Arc::new(Registry { engine, config, missing, sessions, next_connection: AtomicU64::new(1) })
     }
 
@@ -536,13 +505,12 @@ impl McpServer {
     fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
         let timeout = match rsandbox::limits::timeout_secs(timeout) {
-            Ok(t) if t.as_secs_f64() <= MAX_TIMEOUT_S => t,
-            _ => {
-                return Ok(refused(ServiceError::bad_input(format!(
-                    "timeout must be above 0 and at most {MAX_TIMEOUT_S} seconds"
-                ))))
-            }
+            Ok(t) => t,
+            Err(e) => return Ok(refused(rsandbox::EngineError::from(e).into())),
         };
+        if let Err(why) = self.registry.config.check_timeout(timeout) {
+            return Ok(refused(why));
+        }
         let session = match self.session_for(owner, args.session) {
             Ok(s) => s,
             Err(why) => return Ok(refused(why)),
@@ -709,7 +677,8 @@ fn verify(engine: &Engine) -> Result<Vec<String>, String> {
 /// Close idle sessions every so often, for as long as the server runs.
 fn spawn_idle_reaper(registry: &Arc<Registry>) {
     let weak = Arc::downgrade(registry);
-    let every = (registry.config.idle_timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+    let Some(idle_timeout) = registry.config.sessions.idle_timeout else { return };
+    let every = (idle_timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;

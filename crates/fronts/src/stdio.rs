@@ -9,7 +9,7 @@
 
 use crate::core::bridge::{Sink, ToolBridge, ToolCall};
 use crate::core::registry::{InUse, NewEntry};
-use crate::core::{ErrorCode, Owner, Registry, ServiceError, SessionCaps};
+use crate::core::{Caps, ErrorCode, Owner, Registry, ServiceError};
 use crate::request::{decode_base64, decode_files, options_from, InputFile, Limits};
 use rsandbox::ToolSpec;
 use rsandbox::{Engine, EvalRequest, Event, ExecuteOptions};
@@ -24,8 +24,6 @@ use std::time::Instant;
 pub const MAX_LINE: usize = 16 << 20;
 /// Requests in flight at once (each may hold a sandbox); more get `busy` at once.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Sessions open at once (each holds a sandbox process); more get `busy`.
-pub const MAX_SESSIONS: usize = 64;
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
@@ -124,6 +122,8 @@ struct Server {
     engine: Engine,
     out: Out,
     sessions: Registry,
+    /// What a request may ask for (`Caps::stdio`: a day, any memory, bounded output).
+    caps: Caps,
     in_flight: std::sync::atomic::AtomicUsize,
 }
 
@@ -132,12 +132,8 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     let server = Arc::new(Server {
         engine,
         out: Arc::new(Mutex::new(Box::new(output))),
-        sessions: Registry::new(SessionCaps {
-            max_sessions: Some(MAX_SESSIONS),
-            max_sessions_per_token: None,
-            max_sessions_per_connection: None,
-            idle_timeout: None,
-        }),
+        sessions: Registry::new(Caps::stdio().sessions),
+        caps: Caps::stdio(),
         in_flight: Default::default(),
     });
     let mut workers = Vec::new();
@@ -271,7 +267,7 @@ impl Server {
         };
         match request {
             Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
-                let answer = options_from(&limits, timeout).and_then(|options| {
+                let answer = self.options(&limits, timeout).and_then(|options| {
                     let files = decode_files(files)?;
                     let mut emit = self.emitter(&id);
                     let mut request = EvalRequest::new(&code, options);
@@ -283,7 +279,7 @@ impl Server {
                     if stream {
                         request.on_event = Some(&mut emit);
                     }
-                    self.engine.eval_request(request)
+                    Ok(self.engine.eval_request(request)?)
                 });
                 self.reply(&id, answer.map(|result| json!({"result": result})));
             }
@@ -296,7 +292,7 @@ impl Server {
             Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo, globals, typed } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
-                let options = match options_from(&Limits::default(), timeout) {
+                let options = match self.options(&Limits::default(), timeout) {
                     Ok(o) => ExecuteOptions {
                         timeout: o.timeout,
                         max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
@@ -305,7 +301,7 @@ impl Server {
                         globals,
                         typed,
                     },
-                    Err(e) => return self.fail(&id, e.into()),
+                    Err(e) => return self.fail(&id, e),
                 };
                 let _executing = match s.start_execute() {
                     Ok(e) => e,
@@ -381,7 +377,7 @@ impl Server {
     }
 
     /// A response: the fields of `answer` with the request's id, or its error.
-    fn reply(&self, id: &Value, answer: Result<Value, rsandbox::EngineError>) {
+    fn reply(&self, id: &Value, answer: Result<Value, impl Into<ServiceError>>) {
         match answer {
             Ok(mut fields) => {
                 fields["id"] = id.clone();
@@ -400,6 +396,12 @@ impl Server {
         }
     }
 
+    /// The options of a request's `limits` and `timeout`, within the server's ceilings.
+    fn options(&self, limits: &Limits, timeout: Option<f64>) -> Result<rsandbox::EvalOptions, ServiceError> {
+        let asked_timeout = timeout.is_some() || limits.timeout.is_some();
+        self.caps.bound(options_from(limits, timeout)?, limits, asked_timeout)
+    }
+
     fn create_session(
         &self,
         specs: Vec<ToolSpec>,
@@ -408,7 +410,7 @@ impl Server {
     ) -> Result<(String, Vec<String>), ServiceError> {
         let owner = Owner::local();
         self.sessions.may_open(&owner)?;
-        let options = options_from(limits, None)?;
+        let options = self.options(limits, None)?;
         let bridge = ToolBridge::new(NO_LISTENER);
         let tools = bridge.tools(specs).map_err(|e| ServiceError::new(ErrorCode::InvalidRequest, e))?;
         let (session, warnings) = match restore {

@@ -145,13 +145,13 @@ enum Command {
         #[arg(long, requires = "http")]
         token_file: Option<PathBuf>,
         /// Sessions open at once on the server.
-        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS)]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.max_sessions.unwrap_or(1))]
         max_sessions: usize,
         /// Sessions open at once per connection (its own included).
-        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS_PER_CONNECTION)]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.max_sessions_per_connection.unwrap_or(1))]
         max_sessions_per_connection: usize,
         /// Seconds a session may go unused before it is closed.
-        #[arg(long, default_value_t = fronts::mcp::IDLE_TIMEOUT.as_secs_f64())]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.idle_timeout.map_or(1.0, |t| t.as_secs_f64()))]
         idle_timeout: f64,
         /// Most memory a session may ask for (new_session's memory; e.g. 4G).
         #[arg(long, default_value = "4G")]
@@ -298,13 +298,16 @@ pub(crate) struct HttpCapArgs {
 }
 
 impl HttpCapArgs {
-    fn caps(&self) -> Result<fronts::http::HttpCaps, rsandbox::InputError> {
-        let defaults = fronts::http::HttpCaps::default();
-        Ok(fronts::http::HttpCaps {
+    fn caps(&self) -> Result<fronts::core::Caps, rsandbox::InputError> {
+        let defaults = fronts::core::Caps::default();
+        Ok(fronts::core::Caps {
             max_timeout: Duration::from_secs(self.max_timeout),
             max_memory: parse_size(&self.max_memory)?,
             max_in_flight_per_token: self.max_in_flight_per_token.max(1),
-            max_sessions_per_token: self.max_sessions_per_token.max(1),
+            sessions: fronts::core::SessionCaps {
+                max_sessions_per_token: Some(self.max_sessions_per_token.max(1)),
+                ..defaults.sessions
+            },
             max_requests_per_minute_per_token: self.max_requests_per_minute_per_token.max(1),
             job_retention: Duration::from_secs(self.job_retention),
             ..defaults
@@ -676,11 +679,16 @@ fn mcp(
         eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
         return Ok(EXIT_BAD_INPUT);
     }
-    let config = fronts::mcp::McpConfig {
-        max_sessions: args.max_sessions,
-        max_sessions_per_connection: args.max_sessions_per_connection,
-        idle_timeout: Duration::from_secs_f64(idle_timeout),
+    let defaults = fronts::core::Caps::mcp();
+    let config = fronts::core::Caps {
         max_memory: parse_size(&args.max_memory)?,
+        sessions: fronts::core::SessionCaps {
+            max_sessions: Some(args.max_sessions),
+            max_sessions_per_connection: Some(args.max_sessions_per_connection),
+            idle_timeout: Some(Duration::from_secs_f64(idle_timeout)),
+            ..defaults.sessions
+        },
+        ..defaults
     };
     let connections = fronts::listen::ConnectionLimits {
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),

@@ -7,91 +7,15 @@ use super::jobs::Jobs;
 use super::observe::Metrics;
 use crate::auth::Tokens;
 use crate::core::registry::{InUse, NewEntry};
-use crate::core::{Owner, Registry, SessionCaps};
-use rsandbox::{Engine, EvalOptions};
+use crate::core::{Caps, Owner, Registry};
+use rsandbox::Engine;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Server-side caps: what a request may ask for, and what one token may hold.
-#[derive(Clone, Copy, Debug)]
-pub struct HttpCaps {
-    /// Longest timeout a request may ask for.
-    pub max_timeout: Duration,
-    /// Most memory a request may ask for.
-    pub max_memory: u64,
-    /// Most CPU seconds a request may ask for.
-    pub max_cpu: u64,
-    /// Requests one token may have in flight (jobs included).
-    pub max_in_flight_per_token: usize,
-    /// Sessions one token may hold.
-    pub max_sessions_per_token: usize,
-    /// Requests one token may make per minute (a fixed one-minute window).
-    pub max_requests_per_minute_per_token: u32,
-    /// How long a finished job's result is kept.
-    pub job_retention: Duration,
-}
-
-impl Default for HttpCaps {
-    fn default() -> Self {
-        HttpCaps {
-            max_timeout: Duration::from_secs(300),
-            max_memory: 4 << 30,
-            max_cpu: 600,
-            max_in_flight_per_token: 16,
-            max_sessions_per_token: 16,
-            max_requests_per_minute_per_token: 1200,
-            job_retention: Duration::from_secs(600),
-        }
-    }
-}
-
-impl HttpCaps {
-    /// The options for a request: what it asked is refused above a cap (400, never
-    /// lowered silently); what it left to the defaults is brought within the caps.
-    pub fn bound(
-        &self,
-        mut options: EvalOptions,
-        asked: &crate::request::Limits,
-        asked_timeout: bool,
-    ) -> Result<EvalOptions, ApiError> {
-        if !asked_timeout {
-            options.timeout = options.timeout.min(self.max_timeout);
-        }
-        if asked.memory.is_none() {
-            options.memory = options.memory.map(|m| m.min(self.max_memory));
-        }
-        self.check(&options)?;
-        Ok(options)
-    }
-
-    /// Refuse a timeout above the cap (400, never lowered silently).
-    pub fn check_timeout(&self, timeout: Duration) -> Result<(), ApiError> {
-        if timeout > self.max_timeout {
-            return Err(ApiError::bad_input(format!(
-                "timeout above this server's cap of {} s",
-                self.max_timeout.as_secs()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Refuse options above the caps (400, never lowered silently).
-    pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
-        self.check_timeout(options.timeout)?;
-        if options.memory.is_some_and(|m| m > self.max_memory) {
-            return Err(ApiError::bad_input(format!(
-                "memory above this server's cap of {} MiB",
-                self.max_memory >> 20
-            )));
-        }
-        if options.cpu_seconds.is_some_and(|c| c > self.max_cpu) {
-            return Err(ApiError::bad_input(format!("cpu above this server's cap of {} s", self.max_cpu)));
-        }
-        Ok(())
-    }
-}
+/// The HTTP server's ceilings: the core's [`Caps`] (its `Default` is this front's).
+pub type HttpCaps = Caps;
 
 /// The API's state.
 pub struct AppState {
@@ -139,13 +63,8 @@ impl AppState {
             tokens,
             caps,
             metrics: Arc::default(),
-            jobs: Jobs::new(caps.job_retention),
-            sessions: Registry::new(SessionCaps {
-                max_sessions: None,
-                max_sessions_per_token: Some(caps.max_sessions_per_token),
-                max_sessions_per_connection: None,
-                idle_timeout: None,
-            }),
+            jobs: Jobs::new(&caps),
+            sessions: Registry::new(caps.sessions),
             in_flight: Mutex::default(),
             minute: Mutex::default(),
             busy: AtomicUsize::new(0),
