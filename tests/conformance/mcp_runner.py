@@ -88,13 +88,11 @@ class Mcp:
 
     async def create(self, limits, tools, restore):
         assert not tools and restore is None, "the table says MCP cannot express tools or restores"
-        extra = set(limits) - {"memory", "cpu"}
-        assert not extra, f"new_session cannot set {extra}"
-        args = {}
-        if "memory" in limits:
-            args["memory"] = limits["memory"]
-        if "cpu" in limits:
-            args["cpu_s"] = limits["cpu"]
+        # new_session takes the limits every front takes, by the same names (cpu_s, the
+        # earlier name of cpu, stays accepted).
+        args = dict(limits)
+        if "cpu" in args:
+            args["cpu_s"] = args.pop("cpu")
         r = await self.call("new_session", args)
         if r.is_error:
             return Error(text_of(r))

@@ -303,14 +303,18 @@ impl Server {
                     },
                     Err(e) => return self.fail(&id, e),
                 };
-                let _executing = match s.start_execute() {
+                let executing = match s.start_execute() {
                     Ok(e) => e,
                     Err(e) => return self.fail(&id, e),
                 };
-                let _attached = s.bridge.attach(self.tool_sink(&session), Instant::now() + options.timeout);
+                let attached = s.bridge.attach(self.tool_sink(&session), Instant::now() + options.timeout);
                 let mut emit = self.emitter(&id);
                 let on_event: Option<&mut dyn FnMut(Event<'_>)> = if stream { Some(&mut emit) } else { None };
                 let answer = s.session().execute_streaming(&code, &options, on_event);
+                // The session is free before the client hears the answer: its next
+                // execute may come at once.
+                drop(attached);
+                drop((executing, s));
                 self.reply(&id, answer.map(|result| json!({"result": result})));
             }
             Request::SessionInterrupt { id, session } => {

@@ -418,22 +418,15 @@ struct LibraryFront {
 }
 
 impl LibraryFront {
-    /// The table's limits as the library takes them (sizes read by `parse_size`).
+    /// The table's limits as the library takes them: the engine's one limits type.
     fn options(limits: &Limits, timeout: Option<f64>) -> Result<rsandbox::EvalOptions, rsandbox::EngineError> {
-        let d = rsandbox::EvalOptions::default();
-        let size = |k: &str, default: Option<u64>| -> Result<Option<u64>, rsandbox::InputError> {
-            limits[k].as_str().map(rsandbox::parse_size).transpose().map(|s| s.or(default))
-        };
-        Ok(rsandbox::EvalOptions {
-            timeout: timeout.map_or(d.timeout, Duration::from_secs_f64),
-            cpu_seconds: limits["cpu"].as_u64(),
-            memory: size("memory", d.memory)?,
-            file_size: size("fsize", d.file_size)?,
-            disk: size("disk", d.disk)?,
-            processes: limits["nproc"].as_u64().or(d.processes),
-            open_files: limits["nofile"].as_u64().or(d.open_files),
-            max_output: size("max_output", Some(d.max_output))?.unwrap_or(d.max_output),
-        })
+        let limits: rsandbox::Limits = serde_json::from_value(limits.clone())
+            .map_err(|e| rsandbox::InputError::BadLimit { what: "limits".into(), value: e.to_string() })?;
+        let mut options = limits.apply(rsandbox::EvalOptions::default())?;
+        if let Some(t) = timeout {
+            options.timeout = Duration::from_secs_f64(t);
+        }
+        Ok(options)
     }
 
     fn session(&self, id: &str) -> Arc<rsandbox::Session> {

@@ -10,6 +10,7 @@ pub mod caps;
 pub mod error;
 pub mod outcome;
 pub mod registry;
+pub mod schema;
 
 pub use caps::Caps;
 pub use error::{ErrorCode, ServiceError};

@@ -70,7 +70,8 @@ async def main():
 
         for body, what in [(b'{"code":', "malformed JSON"), (b'{"code": 5}', "wrong type"), (b'{"code": "1", "nope": 1}', "unknown field"),
                            (b'{"code": "1", "timeout": 600}', "timeout above the cap"), (b'{"code": "1", "limits": {"memory": "8G"}}', "memory above the cap"),
-                           (b'{"code": ""}', "empty code"), (b'{"code": "1", "limits": {"memory": "lots"}}', "bad size")]:
+                           (b'{"code": ""}', "empty code"), (b'{"code": "1", "limits": {"memory": "lots"}}', "bad size"),
+                           (b'{"code": "1", "limits": {"max_output": "1G"}}', "max_output above the cap")]:
             r = await alice.post("/v1/eval", content=body, headers={"Content-Type": "application/json"})
             assert r.status_code == 400 and error_code(r) == "bad_input", (what, r.status_code, r.text)
         # On a connection of its own: the server answers before reading the whole body
