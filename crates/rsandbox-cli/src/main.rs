@@ -209,7 +209,8 @@ enum Command {
 
 #[derive(Args, Clone)]
 pub(crate) struct LimitArgs {
-    /// Wall-clock limit in seconds (fractions allowed; default 30, or the profile's).
+    /// Wall-clock limit: seconds (fractions allowed) or with a unit (500ms, 1.5s, 2m);
+    /// default 30, or the profile's.
     #[arg(long, allow_hyphen_values = true)]
     timeout: Option<String>,
     /// CPU-time limit in seconds.
@@ -390,12 +391,16 @@ impl LimitArgs {
         let defaults = profile.apply_limits(EvalOptions::default());
         let secs = match &self.timeout {
             None => defaults.timeout.as_secs_f64(),
+            // Seconds, or with a unit (500ms, 1.5s, 2m), within the one timeout rule of
+            // every front.
             Some(text) => {
-                let secs: f64 = text.parse().map_err(|_| bad("--timeout (seconds)", text))?;
-                if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-                    return Err(bad("--timeout (seconds, above 0, at most 86400)", text));
-                }
-                secs
+                let secs = text
+                    .parse::<f64>()
+                    .or_else(|_| rsandbox::parse_duration(text).map(|d| d.as_secs_f64()))
+                    .map_err(|_| bad("--timeout (seconds)", text))?;
+                rsandbox::limits::timeout_secs(secs)
+                    .map_err(|_| bad("--timeout (seconds, above 0, at most 86400)", text))?
+                    .as_secs_f64()
             }
         };
         let size = |flag: &str, v: &Option<String>, d: Option<u64>| match v.as_deref() {
