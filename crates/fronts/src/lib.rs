@@ -9,12 +9,14 @@
 //! * [`lint`] (feature `lint`): the advisory tree-sitter lint;
 //! * [`http`] (feature `http`): the HTTP API (`rsandbox serve --http`);
 //! * [`listen`]: the accept loop and body limit of every HTTP listener;
+//! * [`core`]: the service core under every front (sessions, tool calls, errors, outcomes);
 //! * [`auth`]: token files and the loopback rule shared by the network fronts;
 //! * [`request`]: limits and files as every front accepts them;
 //! * [`ids`]: the session and job ids every front hands out.
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod core;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "lint")]

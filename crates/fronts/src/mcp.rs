@@ -25,36 +25,24 @@
 //! timeout, limit or violation says in words what happened and whether the session kept
 //! its variables. Nothing decides an outcome here: the engine's result is rendered.
 
+use crate::core::bridge::ToolBridge;
+use crate::core::registry::{InUse, NewEntry, LOCAL};
+use crate::core::{Caps, ErrorCode, Owner, ServiceError};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
-use rsandbox::{Engine, EngineError, EvalOptions, EvalResult, ExecuteOptions, Outcome, Session};
+use rsandbox::{Engine, EvalOptions, EvalResult, ExecuteOptions, Outcome};
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Characters of console text a result carries; the rest is cut, and said so.
 pub const MAX_TEXT: usize = 20_000;
-/// Sessions one server holds at once, by default.
-pub const MAX_SESSIONS: usize = 32;
-/// Sessions one connection may hold at once (its own and those it made), by default.
-pub const MAX_SESSIONS_PER_CONNECTION: usize = 8;
-/// How long a session may go unused before it is closed, by default.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// Handles of idle-closed sessions remembered, to say why a handle is gone.
-const REMEMBERED_CLOSED: usize = 256;
-/// Most memory a session may ask for, by default.
-pub const MAX_MEMORY: u64 = 4 << 30;
-/// The owner of every session where no token file names one (stdio, loopback HTTP).
-const LOCAL: &str = "local";
-/// Longest `timeout` a call may ask for.
-pub const MAX_TIMEOUT_S: f64 = 300.0;
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
 
 /// `run_r`'s arguments.
@@ -68,17 +56,20 @@ pub struct RunR {
     /// accepted too (its earlier name).
     #[serde(alias = "timeout_s")]
     pub timeout: Option<f64>,
+    /// Values bound in the session before the code runs: name to a value in the typed
+    /// encoding, e.g. `{"x": {"type": "integer", "value": [1, 2]}}` (`docs/protocol.md`,
+    /// "Values"). They stay bound afterwards, as any variable.
+    #[serde(default)]
+    pub globals: serde_json::Map<String, serde_json::Value>,
+    /// Also return the value in the typed encoding (`value_typed` in the structured
+    /// content).
+    #[serde(default)]
+    pub typed: bool,
 }
 
-/// `new_session`'s arguments.
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub struct NewSession {
-    /// Memory the code may allocate, e.g. "512M" or "2G" (default 2G).
-    pub memory: Option<String>,
-    /// CPU seconds the session may use in all. `cpu_s` is accepted too (its earlier name).
-    #[serde(alias = "cpu_s")]
-    pub cpu: Option<u64>,
-}
+/// `new_session`'s arguments: the limits every front takes (`rsandbox::Limits`; `cpu_s`
+/// is accepted for `cpu`, its earlier name here).
+pub type NewSession = rsandbox::Limits;
 
 /// A file in a session's workspace.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -114,73 +105,22 @@ pub struct SessionHandle {
     pub session: String,
 }
 
-/// The server's limits on sessions.
-#[derive(Clone, Copy, Debug)]
-pub struct McpConfig {
-    /// Sessions open at once on the server.
-    pub max_sessions: usize,
-    /// Sessions open at once per connection (its implicit one included).
-    pub max_sessions_per_connection: usize,
-    /// A session unused this long is closed.
-    pub idle_timeout: Duration,
-    /// Most memory a session may ask for (`new_session {memory}`); more is refused.
-    pub max_memory: u64,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        McpConfig {
-            max_sessions: MAX_SESSIONS,
-            max_sessions_per_connection: MAX_SESSIONS_PER_CONNECTION,
-            idle_timeout: IDLE_TIMEOUT,
-            max_memory: MAX_MEMORY,
-        }
-    }
-}
-
-/// Who makes a call: the name of the token it bears (`local` without tokens) and its
-/// connection.
-#[derive(Clone, Debug)]
-struct Owner {
-    token: String,
-    connection: u64,
-}
+/// The MCP server's ceilings: the core's [`Caps`], from [`Caps::mcp`] by default.
+pub type McpConfig = Caps;
 
 /// The token name the HTTP front's token check puts into a request's extensions.
 #[derive(Clone, Debug)]
 struct McpCaller(String);
 
-/// One open session: the limits it was made with (for a reset), its owner (a token and
-/// the connection that made it; an implicit session is its connection's alone), and
-/// when it was last used (calls running in it count as use).
-struct Entry {
-    session: Arc<Session>,
-    options: EvalOptions,
-    token: String,
-    connection: u64,
-    implicit: bool,
-    last_used: Instant,
-    running: usize,
-}
-
-impl Entry {
-    /// Whether `owner` may use this session; anyone else is told it does not exist.
-    fn belongs_to(&self, owner: &Owner) -> bool {
-        self.token == owner.token && (!self.implicit || self.connection == owner.connection)
-    }
-}
-
-/// Every session of the server, by handle: one owner of the caps and the idle rule.
+/// The server behind every connection: the engine, the caps, and every session (the
+/// core's registry: owners, caps, idle timeout, busy state).
 struct Registry {
     engine: Engine,
     config: McpConfig,
     /// What the sandboxes lack here (said in the server's instructions), empty when
     /// every layer holds.
     missing: Vec<String>,
-    open: Mutex<HashMap<String, Entry>>,
-    /// Handles closed for idleness, newest last, with their token and how long they had
-    /// been idle.
-    idle_closed: Mutex<VecDeque<(String, String, Duration)>>,
+    sessions: crate::core::Registry,
     next_connection: AtomicU64,
 }
 
@@ -188,130 +128,35 @@ impl Registry {
     /// A session's options where it asked for nothing: the defaults, within the caps.
     fn default_options(&self) -> EvalOptions {
         let defaults = EvalOptions::default();
-        EvalOptions { memory: defaults.memory.map(|m| m.min(self.config.max_memory)), ..defaults }
-    }
-
-    /// The options of a session asking for `memory`: refused above the server's cap
-    /// (never lowered silently).
-    fn asked_options(&self, memory: Option<&str>, cpu_s: Option<u64>) -> Result<EvalOptions, String> {
-        let defaults = self.default_options();
-        let memory = match memory.map(rsandbox::parse_size).transpose() {
-            Ok(None) => defaults.memory,
-            Ok(Some(m)) if m > self.config.max_memory => {
-                return Err(format!(
-                    "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
-                    m >> 20,
-                    self.config.max_memory >> 20
-                ))
-            }
-            Ok(Some(m)) => Some(m),
-            Err(e) => return Err(format!("invalid memory: {e}")),
-        };
-        Ok(EvalOptions { memory, cpu_seconds: cpu_s, ..defaults })
-    }
-
-    fn open(&self, owner: &Owner, options: EvalOptions, implicit: bool) -> Result<String, String> {
-        {
-            let open = self.open.lock().expect("sessions");
-            if open.len() >= self.config.max_sessions {
-                return Err(format!("{} sessions are open on this server (its limit); close one first", open.len()));
-            }
-            let mine = open.values().filter(|e| e.connection == owner.connection).count();
-            if mine >= self.config.max_sessions_per_connection {
-                return Err(format!("this connection holds {mine} sessions (its limit); close one first"));
-            }
-        }
-        let session = self.engine.session(options.clone(), vec![]).map_err(|e| e.to_string())?;
-        let id = session.id().to_string();
-        let entry = Entry {
-            session: Arc::new(session),
-            options,
-            token: owner.token.clone(),
-            connection: owner.connection,
-            implicit,
-            last_used: Instant::now(),
-            running: 0,
-        };
-        self.open.lock().expect("sessions").insert(id.clone(), entry);
-        Ok(id)
-    }
-
-    /// The session of a handle, if `owner`'s, marked in use until the guard drops.
-    fn acquire(self: &Arc<Self>, owner: &Owner, handle: &str) -> Result<InUse, String> {
-        let mut open = self.open.lock().expect("sessions");
-        match open.get_mut(handle).filter(|e| e.belongs_to(owner)) {
-            Some(entry) => {
-                entry.running += 1;
-                entry.last_used = Instant::now();
-                Ok(InUse { registry: self.clone(), handle: handle.to_string(), session: entry.session.clone() })
-            }
-            None => Err(self.why_gone(owner, handle)),
+        EvalOptions {
+            memory: defaults.memory.map(|m| m.min(self.config.max_memory)),
+            max_output: defaults.max_output.min(self.config.max_output),
+            ..defaults
         }
     }
 
-    /// Why `owner` cannot reach `handle`: closed for idleness (said only to its own
-    /// token), else unknown, in the same words whether it exists for someone else or not.
-    fn why_gone(&self, owner: &Owner, handle: &str) -> String {
-        let closed = self.idle_closed.lock().expect("idle-closed");
-        match closed.iter().rev().find(|(h, token, _)| h == handle && *token == owner.token) {
-            Some((_, _, idle)) => format!(
-                "session {handle:?} was closed after {} s without use (the server's idle timeout); start a new one",
-                idle.as_secs()
-            ),
-            None => format!("no session {handle:?} (it was closed, or never existed: new_session gives a handle)"),
+    /// The options of a session asking for `limits`: memory above the server's cap is
+    /// refused (never lowered silently).
+    fn asked_options(&self, limits: &rsandbox::Limits) -> Result<EvalOptions, ServiceError> {
+        let options = limits.apply(self.default_options()).map_err(rsandbox::EngineError::from)?;
+        self.config.check(&EvalOptions { memory: None, ..options.clone() })?;
+        if let Some(m) = options.memory.filter(|m| *m > self.config.max_memory) {
+            return Err(ServiceError::bad_input(format!(
+                "memory {} MiB is above this server's cap of {} MiB; ask for at most that",
+                m >> 20,
+                self.config.max_memory >> 20
+            )));
         }
+        options.validate().map_err(rsandbox::EngineError::from)?;
+        Ok(options)
     }
 
-    /// Close `owner`'s session `handle`; `false` when there is none of theirs.
-    fn close(&self, owner: &Owner, handle: &str) -> bool {
-        let mut open = self.open.lock().expect("sessions");
-        if !open.get(handle).is_some_and(|e| e.belongs_to(owner)) {
-            return false;
-        }
-        let removed = open.remove(handle);
-        drop(open);
-        // The sandbox ends here, outside the lock.
-        removed.is_some()
-    }
-
-    /// Close every session unused for the idle timeout (none with a call running).
-    fn close_idle(&self) {
-        let now = Instant::now();
-        let expired: Vec<(String, String, Duration)> = {
-            let mut open = self.open.lock().expect("sessions");
-            let ids: Vec<String> = open
-                .iter()
-                .filter(|(_, e)| e.running == 0 && now.duration_since(e.last_used) >= self.config.idle_timeout)
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| open.remove(&id).map(|e| (id, e.token, now.duration_since(e.last_used))))
-                .collect()
-        };
-        // The sessions themselves end here, outside the lock.
-        let mut closed = self.idle_closed.lock().expect("idle-closed");
-        for item in expired {
-            closed.push_back(item);
-            if closed.len() > REMEMBERED_CLOSED {
-                closed.pop_front();
-            }
-        }
-    }
-}
-
-/// A session while a call uses it: not closed for idleness meanwhile.
-struct InUse {
-    registry: Arc<Registry>,
-    handle: String,
-    session: Arc<Session>,
-}
-
-impl Drop for InUse {
-    fn drop(&mut self) {
-        if let Some(entry) = self.registry.open.lock().expect("sessions").get_mut(&self.handle) {
-            entry.running -= 1;
-            entry.last_used = Instant::now();
-        }
+    fn open(&self, owner: &Owner, options: EvalOptions, implicit: bool) -> Result<String, ServiceError> {
+        self.sessions.may_open(owner)?;
+        let session = self.engine.session(options.clone(), vec![])?;
+        // MCP sessions have no client-answered tools: the bridge stays unused.
+        let bridge = ToolBridge::new("this front has no client-answered tools");
+        self.sessions.insert(owner, NewEntry { session, bridge, options, implicit })
     }
 }
 
@@ -328,8 +173,7 @@ struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(handle) = self.implicit.lock().expect("implicit session").take() {
-            let removed = self.registry.open.lock().expect("sessions").remove(&handle);
-            drop(removed);
+            self.registry.sessions.remove_any(&handle);
         }
     }
 }
@@ -350,7 +194,7 @@ impl McpServer {
     /// A server over `engine` (which should keep children forked ahead: `prefork`),
     /// with the default limits; one connection.
     pub fn new(engine: Engine) -> McpServer {
-        McpServer::connect(&Self::registry(engine, McpConfig::default()))
+        McpServer::connect(&Self::registry(engine, Caps::mcp()))
     }
 
     fn registry(engine: Engine, config: McpConfig) -> Arc<Registry> {
@@ -358,14 +202,8 @@ impl McpServer {
     }
 
     fn registry_with(engine: Engine, config: McpConfig, missing: Vec<String>) -> Arc<Registry> {
-        Arc::new(Registry {
-            engine,
-            config,
-            missing,
-            open: Mutex::default(),
-            idle_closed: Mutex::default(),
-            next_connection: AtomicU64::new(1),
-        })
+        let sessions = crate::core::Registry::new(config.sessions);
+        Arc::new(Registry { engine, config, missing, sessions, next_connection: AtomicU64::new(1) })
     }
 
     /// A new connection to the server's sessions.
@@ -402,7 +240,7 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || this.run_r_blocking(&owner, args)).await.map_err(internal)?
@@ -411,7 +249,7 @@ impl McpServer {
     #[tool(
         annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
         description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
-        Optional limits: memory (e.g. \"512M\"), cpu (CPU seconds in all). The server caps the sessions open \
+        Optional limits, named as on every front: memory (e.g. \"512M\"), cpu (CPU seconds in all), nproc, nofile, fsize, disk, max_output. The server caps the sessions open \
         at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
     )]
     async fn new_session(
@@ -421,13 +259,13 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = match this.registry.asked_options(args.memory.as_deref(), args.cpu) {
+            let options = match this.registry.asked_options(&args) {
                 Ok(o) => o,
-                Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+                Err(why) => return Ok(refused(why)),
             };
             match this.registry.open(&owner, options, false) {
                 Ok(id) => {
@@ -435,7 +273,7 @@ impl McpServer {
                     result.structured_content = Some(json!({"session": id}));
                     Ok(result)
                 }
-                Err(why) => Ok(CallToolResult::error(vec![Content::text(why)])),
+                Err(why) => Ok(refused(why)),
             }
         })
         .await
@@ -453,13 +291,13 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            Ok(match this.registry.close(&owner, &args.session) {
-                true => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
-                false => CallToolResult::error(vec![Content::text(this.registry.why_gone(&owner, &args.session))]),
+            Ok(match this.registry.sessions.remove(&owner, &args.session) {
+                Ok(()) => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
+                Err(why) => refused(why),
             })
         })
         .await
@@ -479,13 +317,13 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let session = match self.session_for(&owner, args.session) {
             Ok(s) => s,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
-        let sent = session.session.interrupt();
+        let sent = session.session().interrupt();
         Ok(CallToolResult::success(vec![Content::text(if sent { "interrupt sent" } else { "nothing was running" })]))
     }
 
@@ -501,12 +339,11 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let listed =
-                this.session_for(&owner, args.session).and_then(|s| s.session.list_files().map_err(|e| e.to_string()));
+            let listed = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().list_files()?));
             Ok(match listed {
                 Ok((files, truncated)) => {
                     let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
@@ -520,7 +357,7 @@ impl McpServer {
                     result.structured_content = Some(json!({"files": files, "truncated": truncated}));
                     result
                 }
-                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+                Err(why) => refused(why),
             })
         })
         .await
@@ -539,13 +376,11 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let read = this
-                .session_for(&owner, args.session)
-                .and_then(|s| s.session.get_file(&args.path).map_err(|e| e.to_string()));
+            let read = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().get_file(&args.path)?));
             Ok(match read {
                 Ok(file) => {
                     use base64::Engine as _;
@@ -560,7 +395,7 @@ impl McpServer {
                     };
                     CallToolResult::success(vec![Content::text(text)])
                 }
-                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+                Err(why) => refused(why),
             })
         })
         .await
@@ -579,18 +414,18 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let written = this
                 .session_for(&owner, args.session)
-                .and_then(|s| s.session.put_file(&args.path, args.text.as_bytes()).map_err(|e| e.to_string()));
+                .and_then(|s| Ok(s.session().put_file(&args.path, args.text.as_bytes())?));
             Ok(match written {
                 Ok(size) => {
                     CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))])
                 }
-                Err(why) => CallToolResult::error(vec![Content::text(why)]),
+                Err(why) => refused(why),
             })
         })
         .await
@@ -608,40 +443,22 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let owner = match self.owner(&ctx) {
             Ok(o) => o,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let registry = &this.registry;
-            let options = registry
-                .open
-                .lock()
-                .expect("sessions")
-                .get(&args.session)
-                .filter(|e| e.belongs_to(&owner))
-                .map(|e| e.options.clone());
-            let Some(options) = options else {
-                return Ok(CallToolResult::error(vec![Content::text(registry.why_gone(&owner, &args.session))]));
+            let entry = match registry.sessions.acquire(&owner, &args.session) {
+                Ok(entry) => entry,
+                Err(why) => return Ok(refused(why)),
             };
-            match registry.engine.session(options, vec![]) {
+            match registry.engine.session(entry.options.clone(), vec![]) {
                 Ok(fresh) => {
-                    let old = match registry.open.lock().expect("sessions").get_mut(&args.session) {
-                        Some(entry) if entry.belongs_to(&owner) => {
-                            entry.last_used = Instant::now();
-                            Some(std::mem::replace(&mut entry.session, Arc::new(fresh)))
-                        }
-                        _ => None,
-                    };
-                    // The old sandbox ends here, outside the lock.
-                    if old.is_none() {
-                        return Ok(CallToolResult::error(vec![Content::text(
-                            registry.why_gone(&owner, &args.session),
-                        )]));
-                    }
-                    drop(old);
+                    // The old sandbox ends here, when its last use does.
+                    drop(entry.replace_session(fresh));
                     Ok(CallToolResult::success(vec![Content::text(format!("session {} reset", args.session))]))
                 }
-                Err(e) => Ok(CallToolResult::error(vec![Content::text(e.to_string())])),
+                Err(e) => Ok(refused(e.into())),
             }
         })
         .await
@@ -652,24 +469,24 @@ impl McpServer {
 impl McpServer {
     /// The session a call names, or this connection's own (created on first use),
     /// marked in use for the call.
-    fn session_for(&self, owner: &Owner, handle: Option<String>) -> Result<InUse, String> {
+    fn session_for(&self, owner: &Owner, handle: Option<String>) -> Result<InUse, ServiceError> {
         let handle = match handle {
             Some(h) => h,
             None => {
                 let mut own = self.connection.implicit.lock().expect("implicit session");
-                match own.as_ref().filter(|h| self.registry.open.lock().expect("sessions").contains_key(*h)) {
+                match own.as_ref().filter(|h| self.registry.sessions.contains(h)) {
                     Some(h) => h.clone(),
                     None => own.insert(self.registry.open(owner, self.registry.default_options(), true)?).clone(),
                 }
             }
         };
-        self.registry.acquire(owner, &handle)
+        self.registry.sessions.acquire(owner, &handle)
     }
 
     /// Who makes the call in `ctx`: the token the HTTP front checked (`local` without
     /// tokens, and on stdio) on this connection. The connection is bound to the token
     /// of its first request; a request bearing another token is refused.
-    fn owner(&self, ctx: &RequestContext<RoleServer>) -> Result<Owner, String> {
+    fn owner(&self, ctx: &RequestContext<RoleServer>) -> Result<Owner, ServiceError> {
         let presented = ctx
             .extensions
             .get::<axum::http::request::Parts>()
@@ -677,37 +494,52 @@ impl McpServer {
             .map_or_else(|| LOCAL.to_string(), |c| c.0.clone());
         let bound = self.connection.token.get_or_init(|| presented.clone());
         if *bound != presented {
-            return Err("this MCP session was started with another token; start your own".to_string());
+            return Err(ServiceError::new(
+                ErrorCode::Unauthorized,
+                "this MCP session was started with another token; start your own",
+            ));
         }
         Ok(Owner { token: presented, connection: self.connection.id })
     }
 
     fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
-        if !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_TIMEOUT_S) {
-            return Ok(CallToolResult::error(vec![Content::text(format!(
-                "timeout must be above 0 and at most {MAX_TIMEOUT_S} seconds"
-            ))]));
+        let timeout = match rsandbox::limits::timeout_secs(timeout) {
+            Ok(t) => t,
+            Err(e) => return Ok(refused(rsandbox::EngineError::from(e).into())),
+        };
+        if let Err(why) = self.registry.config.check_timeout(timeout) {
+            return Ok(refused(why));
         }
         let session = match self.session_for(owner, args.session) {
             Ok(s) => s,
-            Err(why) => return Ok(CallToolResult::error(vec![Content::text(why)])),
+            Err(why) => return Ok(refused(why)),
         };
-        let options = ExecuteOptions { timeout: Duration::from_secs_f64(timeout), ..ExecuteOptions::default() };
-        match session.session.execute(&args.code, &options) {
-            Ok(result) => Ok(render(&result, timeout)),
-            Err(EngineError::Busy(_)) => Ok(CallToolResult::error(vec![Content::text(
-                "this session is still running an earlier call; wait for it, or use another session",
-            )])),
-            Err(e @ EngineError::Input(_)) => Ok(CallToolResult::error(vec![Content::text(e.to_string())])),
-            Err(e) => Err(internal(e)),
+        let options = ExecuteOptions { timeout, globals: args.globals, typed: args.typed, ..ExecuteOptions::default() };
+        let _executing = match session.start_execute() {
+            Ok(e) => e,
+            Err(why) => return Ok(refused(why)),
+        };
+        match session.session().execute(&args.code, &options) {
+            Ok(result) => Ok(render(&result, &options)),
+            Err(e) => Ok(refused(e.into())),
         }
     }
 }
 
+/// A refusal as a tool error an agent reads: the core's words and code, with MCP's
+/// remedy where a handle is unknown.
+fn refused(why: ServiceError) -> CallToolResult {
+    let text = match why.code {
+        ErrorCode::UnknownSession => format!("{}: new_session gives a handle [{}]", why.message, why.code),
+        _ => why.mcp_text(),
+    };
+    CallToolResult::error(vec![Content::text(text)])
+}
+
 /// A result as a model should read it: the console's text (bounded), each plot, the
 /// engine's JSON; an error result for anything but `ok`.
-pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
+pub fn render(r: &EvalResult, options: &ExecuteOptions) -> CallToolResult {
     let mut text = String::new();
     text.push_str(&r.stdout);
     text.push_str(&r.stderr);
@@ -720,11 +552,6 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
             None => text.push_str(&format!("Warning message:\n{}\n", w.message)),
         }
     }
-    let kept = if r.reset {
-        "The session was reset: its variables are gone; the next call starts from a fresh R."
-    } else {
-        "The session kept its variables."
-    };
     let said = match r.outcome {
         Outcome::Ok => None,
         Outcome::Error => Some(match &r.error {
@@ -734,27 +561,8 @@ pub fn render(r: &EvalResult, timeout_s: f64) -> CallToolResult {
             },
             None => "Error".to_string(),
         }),
-        Outcome::Timeout => Some(format!("Stopped: the code ran past its time limit of {timeout_s} s. {kept}")),
-        Outcome::Interrupted => Some(format!("Stopped: the code was interrupted. {kept}")),
-        Outcome::Violation => {
-            let call = r.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
-            // Under a profile with programs, execve is no violation: another call was.
-            let why = if call.starts_with("execve") {
-                "this sandbox cannot run programs"
-            } else {
-                "the sandbox never allows it"
-            };
-            Some(format!("Stopped: the code made a forbidden system call ({call}): {why}. {kept}"))
-        }
-        Outcome::MemoryLimit => Some(format!("Stopped: the memory limit was reached. {kept}")),
-        Outcome::CpuLimit => Some(format!("Stopped: the CPU time limit was reached. {kept}")),
-        Outcome::OutputLimit => Some(format!("Stopped: the code printed more than the output limit. {kept}")),
-        Outcome::FileSizeLimit => Some(format!("Stopped: a file grew past the file size limit. {kept}")),
-        Outcome::ProcessLimit => Some(format!("Stopped: the process limit was reached. {kept}")),
-        Outcome::Crashed => Some(format!(
-            "Stopped: the R process crashed ({}). {kept}",
-            r.error.as_ref().map_or("no detail", |e| e.message.as_str())
-        )),
+        _ => crate::core::outcome::stopped(r, options.timeout, options.max_output)
+            .map(|why| format!("Stopped: {why}. {}", crate::core::outcome::kept(r))),
     };
     if let Some(said) = &said {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -812,7 +620,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
-        self.owner(&context).map_err(|why| ErrorData::invalid_request(why, None))?;
+        self.owner(&context).map_err(|why| ErrorData::invalid_request(why.message, None))?;
         context.peer.set_peer_info(request);
         Ok(self.get_info())
     }
@@ -869,13 +677,14 @@ fn verify(engine: &Engine) -> Result<Vec<String>, String> {
 /// Close idle sessions every so often, for as long as the server runs.
 fn spawn_idle_reaper(registry: &Arc<Registry>) {
     let weak = Arc::downgrade(registry);
-    let every = (registry.config.idle_timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+    let Some(idle_timeout) = registry.config.sessions.idle_timeout else { return };
+    let every = (idle_timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;
             let Some(registry) = weak.upgrade() else { return };
             // Closing a session waits for its sandbox to end: off the async threads.
-            if tokio::task::spawn_blocking(move || registry.close_idle()).await.is_err() {
+            if tokio::task::spawn_blocking(move || registry.sessions.close_idle()).await.is_err() {
                 return;
             }
         }

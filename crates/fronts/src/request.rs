@@ -4,31 +4,10 @@
 
 use rsandbox::{EngineError, EvalOptions, InputError};
 use serde::Deserialize;
-use std::time::Duration;
 
-/// Limits a client may set per eval or session (all optional).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[cfg_attr(feature = "http", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Limits {
-    /// CPU seconds.
-    #[cfg_attr(feature = "http", schema(minimum = 1))]
-    pub cpu: Option<u64>,
-    /// Memory the code may allocate, e.g. "512M".
-    pub memory: Option<String>,
-    /// Largest file, e.g. "16M".
-    pub fsize: Option<String>,
-    /// Disk quota of the workspace, e.g. "64M".
-    pub disk: Option<String>,
-    /// Processes at once.
-    #[cfg_attr(feature = "http", schema(minimum = 1))]
-    pub nproc: Option<u64>,
-    /// Open files.
-    #[cfg_attr(feature = "http", schema(minimum = 1))]
-    pub nofile: Option<u64>,
-    /// Largest stdout + stderr + result, e.g. "1M".
-    pub max_output: Option<String>,
-}
+/// Limits a client may set per eval or session (all optional): the engine's one
+/// limits type, the same as a profile's `[limits]`.
+pub use rsandbox::Limits;
 
 /// A file for the workspace.
 #[derive(Clone, Debug, Deserialize)]
@@ -41,27 +20,13 @@ pub struct InputFile {
     pub data_base64: String,
 }
 
-/// The engine's options for `limits` and `timeout` (seconds), checked.
+/// The engine's options for `limits` and `timeout` (seconds; it takes precedence over
+/// `limits.timeout`), checked.
 pub fn options_from(limits: &Limits, timeout: Option<f64>) -> Result<EvalOptions, EngineError> {
-    let d = EvalOptions::default();
-    let size = |v: &Option<String>, default: Option<u64>| {
-        v.as_deref().map(rsandbox::parse_size).transpose().map(|s| s.or(default))
-    };
-    let timeout = match timeout {
-        None => d.timeout,
-        Some(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Duration::from_secs_f64(t),
-        Some(t) => return Err(InputError::BadLimit { what: "timeout".into(), value: t.to_string() }.into()),
-    };
-    let options = EvalOptions {
-        timeout,
-        cpu_seconds: limits.cpu,
-        memory: size(&limits.memory, d.memory)?,
-        file_size: size(&limits.fsize, d.file_size)?,
-        disk: size(&limits.disk, d.disk)?,
-        processes: limits.nproc.or(d.processes),
-        open_files: limits.nofile.or(d.open_files),
-        max_output: size(&limits.max_output, Some(d.max_output))?.unwrap_or(d.max_output),
-    };
+    let mut options = limits.apply(EvalOptions::default())?;
+    if let Some(t) = timeout {
+        options.timeout = rsandbox::limits::timeout_secs(t)?;
+    }
     options.validate()?;
     Ok(options)
 }
@@ -80,12 +45,6 @@ pub fn decode_files(files: Vec<InputFile>) -> Result<Vec<(String, Vec<u8>)>, Eng
 }
 
 /// The error code a client sees for an engine error.
-pub fn error_code(e: &EngineError) -> &'static str {
-    match e {
-        EngineError::Input(_) => "bad_input",
-        EngineError::Busy(_) => "busy",
-        EngineError::AcquireTimeout(_) | EngineError::Capacity(_) => "busy",
-        EngineError::Setup(_) | EngineError::LayerRefused { .. } => "sandbox_setup_failed",
-        _ => "engine_error",
-    }
+pub fn error_code(e: &EngineError) -> crate::core::ErrorCode {
+    crate::core::ErrorCode::of(e)
 }

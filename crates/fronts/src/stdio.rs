@@ -7,31 +7,28 @@
 //! from a session become `tool_call` events that the client answers with `tool_result`.
 //! Every bad line gets a structured error and the server keeps serving.
 
-use crate::request::{decode_base64, decode_files, error_code, options_from, InputFile, Limits};
-use rsandbox::EngineError;
-use rsandbox::{Engine, EvalRequest, Event};
-use rsandbox::{ExecuteOptions, Session};
-use rsandbox::{Tool, ToolSpec};
+use crate::core::bridge::{Sink, ToolBridge, ToolCall};
+use crate::core::registry::{InUse, NewEntry};
+use crate::core::{Caps, ErrorCode, Owner, Registry, ServiceError};
+use crate::request::{decode_base64, decode_files, options_from, InputFile, Limits};
+use rsandbox::ToolSpec;
+use rsandbox::{Engine, EvalRequest, Event, ExecuteOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 
 /// Longest request line accepted (a `put_file` of about 12 MiB fits).
 pub const MAX_LINE: usize = 16 << 20;
-/// How long a tool call waits for the client's `tool_result`.
-const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Requests in flight at once (each may hold a sandbox); more get `busy` at once.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Sessions open at once (each holds a sandbox process); more get `busy`.
-pub const MAX_SESSIONS: usize = 64;
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
-type Pending = Arc<Mutex<HashMap<String, Sender<Result<Value, String>>>>>;
+
+/// What a tool call made outside an execute is told (none can be: only code runs tools).
+const NO_LISTENER: &str = "tool calls reach the client only while a session.execute runs";
 
 /// A request line, parsed ([`parse_request`]); public for the fuzz targets only.
 #[doc(hidden)]
@@ -124,12 +121,9 @@ const OPS: [&str; 11] = [
 struct Server {
     engine: Engine,
     out: Out,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-    pending: Pending,
-    next_call: Arc<AtomicU64>,
-    /// Set when stdin ends: tool calls then fail at once instead of waiting for a
-    /// client that is gone.
-    closing: Arc<std::sync::atomic::AtomicBool>,
+    sessions: Registry,
+    /// What a request may ask for (`Caps::stdio`: a day, any memory, bounded output).
+    caps: Caps,
     in_flight: std::sync::atomic::AtomicUsize,
 }
 
@@ -138,19 +132,19 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     let server = Arc::new(Server {
         engine,
         out: Arc::new(Mutex::new(Box::new(output))),
-        sessions: Mutex::new(HashMap::new()),
-        pending: Arc::default(),
-        next_call: Arc::new(AtomicU64::new(1)),
-        closing: Arc::default(),
+        sessions: Registry::new(Caps::stdio().sessions),
+        caps: Caps::stdio(),
         in_flight: Default::default(),
     });
     let mut workers = Vec::new();
     let mut lines = LineReader { input, buf: Vec::new() };
     while let Some(line) = lines.next_line() {
         match line {
-            Err(len) => {
-                server.error(&Value::Null, "line_too_long", &format!("request line of {len} bytes exceeds {MAX_LINE}"))
-            }
+            Err(len) => server.error(
+                &Value::Null,
+                ErrorCode::LineTooLong,
+                &format!("request line of {len} bytes exceeds {MAX_LINE}"),
+            ),
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
                 // Tool results are answered inline: an execute may be waiting for one.
@@ -164,7 +158,7 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
                         .ok()
                         .and_then(|v| v.get("id").cloned())
                         .unwrap_or(Value::Null);
-                    server.error(&id, "busy", &format!("{MAX_IN_FLIGHT} requests are already in flight"));
+                    server.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
                     continue;
                 }
                 let server = server.clone();
@@ -176,10 +170,8 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
             }
         }
     }
-    server.closing.store(true, Ordering::SeqCst);
-    for (_, waiter) in server.pending.lock().expect("pending").drain() {
-        waiter.send(Err("the client closed the connection".into())).ok();
-    }
+    // Tool calls waiting for this client, and later ones, fail at once.
+    server.sessions.close_bridges("the client closed the connection");
     for w in workers {
         // A panicking request already answered nothing; the others are unaffected.
         w.join().ok();
@@ -189,18 +181,18 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
 /// A request line as the server reads it, or the error the client gets for it: the
 /// request's id (`null` when there is none), the error code and the message. Needs no
 /// engine (the fuzz target `stdio_request` calls it).
-pub fn parse_request(line: &str) -> Result<Request, (Value, &'static str, String)> {
+pub fn parse_request(line: &str) -> Result<Request, (Value, ErrorCode, String)> {
     let raw: Value = match serde_json::from_str(line) {
         Ok(v) => v,
-        Err(e) => return Err((Value::Null, "parse_error", format!("invalid JSON: {e}"))),
+        Err(e) => return Err((Value::Null, ErrorCode::ParseError, format!("invalid JSON: {e}"))),
     };
     let id = raw.get("id").cloned().unwrap_or(Value::Null);
     match raw.get("op").and_then(Value::as_str) {
-        None => return Err((id, "invalid_request", "missing \"op\"".into())),
-        Some(op) if !OPS.contains(&op) => return Err((id, "unknown_op", format!("unknown op {op:?}"))),
+        None => return Err((id, ErrorCode::InvalidRequest, "missing \"op\"".into())),
+        Some(op) if !OPS.contains(&op) => return Err((id, ErrorCode::UnknownOp, format!("unknown op {op:?}"))),
         Some(_) => {}
     }
-    serde_json::from_value(raw).map_err(|e| (id, "invalid_request", e.to_string()))
+    serde_json::from_value(raw).map_err(|e| (id, ErrorCode::InvalidRequest, e.to_string()))
 }
 
 fn is_tool_result(line: &str) -> bool {
@@ -256,15 +248,16 @@ impl<R: BufRead> LineReader<R> {
 
 impl Server {
     fn send(&self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        let mut out = self.out.lock().expect("stdout");
         // A client that closed stdout cannot be told anything; requests still finish.
-        out.write_all(line.as_bytes()).and_then(|_| out.flush()).ok();
+        write_line(&self.out, &message);
     }
 
-    fn error(&self, id: &Value, code: &str, message: &str) {
+    fn error(&self, id: &Value, code: ErrorCode, message: &str) {
         self.send(json!({"id": id, "error": {"code": code, "message": message}}));
+    }
+
+    fn fail(&self, id: &Value, e: ServiceError) {
+        self.error(id, e.code, &e.message);
     }
 
     fn handle(&self, line: &str) {
@@ -274,7 +267,7 @@ impl Server {
         };
         match request {
             Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
-                let answer = options_from(&limits, timeout).and_then(|options| {
+                let answer = self.options(&limits, timeout).and_then(|options| {
                     let files = decode_files(files)?;
                     let mut emit = self.emitter(&id);
                     let mut request = EvalRequest::new(&code, options);
@@ -286,7 +279,7 @@ impl Server {
                     if stream {
                         request.on_event = Some(&mut emit);
                     }
-                    self.engine.eval_request(request)
+                    Ok(self.engine.eval_request(request)?)
                 });
                 self.reply(&id, answer.map(|result| json!({"result": result})));
             }
@@ -294,12 +287,12 @@ impl Server {
             {
                 Ok((sid, warnings)) if warnings.is_empty() => self.send(json!({"id": id, "session": sid})),
                 Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
-                Err((code, message)) => self.error(&id, code, &message),
+                Err(e) => self.fail(&id, e),
             },
             Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo, globals, typed } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
-                let options = match options_from(&Limits::default(), timeout) {
+                let options = match self.options(&Limits::default(), timeout) {
                     Ok(o) => ExecuteOptions {
                         timeout: o.timeout,
                         max_tool_calls: max_tool_calls.unwrap_or(defaults.max_tool_calls),
@@ -308,82 +301,93 @@ impl Server {
                         globals,
                         typed,
                     },
-                    Err(e) => return self.error(&id, error_code(&e), &e.to_string()),
+                    Err(e) => return self.fail(&id, e),
                 };
+                let executing = match s.start_execute() {
+                    Ok(e) => e,
+                    Err(e) => return self.fail(&id, e),
+                };
+                let attached = s.bridge.attach(self.tool_sink(&session), Instant::now() + options.timeout);
                 let mut emit = self.emitter(&id);
                 let on_event: Option<&mut dyn FnMut(Event<'_>)> = if stream { Some(&mut emit) } else { None };
-                let answer = s.execute_streaming(&code, &options, on_event);
+                let answer = s.session().execute_streaming(&code, &options, on_event);
+                // The session is free before the client hears the answer: its next
+                // execute may come at once.
+                drop(attached);
+                drop((executing, s));
                 self.reply(&id, answer.map(|result| json!({"result": result})));
             }
             Request::SessionInterrupt { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                self.send(json!({"id": id, "interrupted": s.interrupt()}));
+                self.send(json!({"id": id, "interrupted": s.session().interrupt()}));
             }
             Request::SessionPutFile { id, session, path, data_base64 } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                let answer = decode_base64(&data_base64).and_then(|data| s.put_file(&path, &data));
+                let answer = decode_base64(&data_base64).and_then(|data| s.session().put_file(&path, &data));
                 self.reply(&id, answer.map(|size| json!({"path": path, "size": size})));
             }
             Request::SessionGetFile { id, session, path } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                let answer = s.get_file(&path);
+                let answer = s.session().get_file(&path);
                 self.reply(&id, answer.map(|f| json!({"path": f.path, "size": f.size, "data_base64": f.data_base64})));
             }
             Request::SessionListFiles { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                let answer = s.list_files();
+                let answer = s.session().list_files();
                 self.reply(&id, answer.map(|(files, truncated)| json!({"files": files, "truncated": truncated})));
             }
             Request::SessionSnapshot { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                let answer = s.snapshot();
+                let answer = s.session().snapshot();
                 self.reply(
                     &id,
                     answer.map(|(snapshot, not_saved)| json!({"snapshot": snapshot, "not_saved": not_saved})),
                 );
             }
-            Request::SessionClose { id, session } => match self.sessions.lock().expect("sessions").remove(&session) {
-                Some(_) => self.send(json!({"id": id, "closed": true})),
-                None => self.error(&id, "unknown_session", &format!("no session {session:?}")),
+            Request::SessionClose { id, session } => match self.sessions.remove(&Owner::local(), &session) {
+                Ok(()) => self.send(json!({"id": id, "closed": true})),
+                Err(e) => self.fail(&id, e),
             },
             #[cfg(feature = "lint")]
             Request::Lint { id, code } => self.send(json!({"id": id, "findings": crate::lint::lint(&code)})),
             #[cfg(not(feature = "lint"))]
-            Request::Lint { id, .. } => self.error(&id, "unknown_op", "this build has no lint (feature `lint`)"),
+            Request::Lint { id, .. } => {
+                self.error(&id, ErrorCode::UnknownOp, "this build has no lint (feature `lint`)")
+            }
             Request::ToolResult { call, value, error } => {
-                let waiter = self.pending.lock().expect("pending").remove(&call);
-                match waiter {
-                    Some(tx) => {
-                        let answer = match error {
-                            Some(e) => Err(e),
-                            None => Ok(value.unwrap_or(Value::Null)),
-                        };
-                        // The execute may have ended meanwhile; then nobody waits.
-                        tx.send(answer).ok();
-                    }
-                    None => self.error(&Value::Null, "unknown_call", &format!("no pending tool call {call:?}")),
+                let answer = match error {
+                    Some(e) => Err(e),
+                    None => Ok(value.unwrap_or(Value::Null)),
+                };
+                if !self.sessions.answer_call(&call, answer) {
+                    self.error(&Value::Null, ErrorCode::UnknownCall, &format!("no pending tool call {call:?}"));
                 }
             }
         }
     }
 
-    /// The session named in a request, or an `unknown_session` error sent.
-    fn session(&self, id: &Value, session: &str) -> Option<Arc<Session>> {
-        let found = self.sessions.lock().expect("sessions").get(session).cloned();
-        if found.is_none() {
-            self.error(id, "unknown_session", &format!("no session {session:?}"));
-        }
-        found
+    /// The session named in a request, in use until dropped, or its error sent.
+    fn session(&self, id: &Value, session: &str) -> Option<InUse> {
+        self.sessions.acquire(&Owner::local(), session).map_err(|e| self.fail(id, e)).ok()
+    }
+
+    /// Tool calls of session `sid`, as `tool_call` lines on stdout.
+    fn tool_sink(&self, sid: &str) -> Sink {
+        let (out, sid) = (self.out.clone(), sid.to_string());
+        Arc::new(move |c: ToolCall| {
+            let event = json!({"event": "tool_call", "call": c.call, "session": sid, "tool": c.tool, "args": c.args});
+            write_line(&out, &event)
+        })
     }
 
     /// A response: the fields of `answer` with the request's id, or its error.
-    fn reply(&self, id: &Value, answer: Result<Value, EngineError>) {
+    fn reply(&self, id: &Value, answer: Result<Value, impl Into<ServiceError>>) {
         match answer {
             Ok(mut fields) => {
                 fields["id"] = id.clone();
                 self.send(fields)
             }
-            Err(e) => self.error(id, error_code(&e), &e.to_string()),
+            Err(e) => self.fail(id, e.into()),
         }
     }
 
@@ -396,63 +400,38 @@ impl Server {
         }
     }
 
+    /// The options of a request's `limits` and `timeout`, within the server's ceilings.
+    fn options(&self, limits: &Limits, timeout: Option<f64>) -> Result<rsandbox::EvalOptions, ServiceError> {
+        let asked_timeout = timeout.is_some() || limits.timeout.is_some();
+        self.caps.bound(options_from(limits, timeout)?, limits, asked_timeout)
+    }
+
     fn create_session(
         &self,
         specs: Vec<ToolSpec>,
         limits: &Limits,
         restore: Option<String>,
-    ) -> Result<(String, Vec<String>), (&'static str, String)> {
-        if self.sessions.lock().expect("sessions").len() >= MAX_SESSIONS {
-            return Err(("busy", format!("{MAX_SESSIONS} sessions are open; close one first")));
-        }
-        let options = options_from(limits, None).map_err(|e| (error_code(&e), e.to_string()))?;
-        let session_id: Arc<Mutex<String>> = Arc::default();
-        let mut tools = Vec::new();
-        for spec in specs {
-            let (out, pending, next, sid) =
-                (self.out.clone(), self.pending.clone(), self.next_call.clone(), session_id.clone());
-            let closing = self.closing.clone();
-            let name = spec.name.clone();
-            let tool = Tool::new(spec, move |args| {
-                let call = format!("call-{}", next.fetch_add(1, Ordering::SeqCst));
-                let (tx, rx) = channel();
-                {
-                    let mut waiting = pending.lock().expect("pending");
-                    if closing.load(Ordering::SeqCst) {
-                        return Err("the client closed the connection".into());
-                    }
-                    waiting.insert(call.clone(), tx);
-                }
-                let event = json!({"event": "tool_call", "call": call, "session": *sid.lock().expect("sid"), "tool": name, "args": args});
-                let mut line = event.to_string();
-                line.push('\n');
-                {
-                    let mut o = out.lock().expect("stdout");
-                    if o.write_all(line.as_bytes()).and_then(|_| o.flush()).is_err() {
-                        pending.lock().expect("pending").remove(&call);
-                        return Err("the client is gone".into());
-                    }
-                }
-                let answer = rx.recv_timeout(TOOL_REPLY_TIMEOUT);
-                pending.lock().expect("pending").remove(&call);
-                answer.unwrap_or_else(|_| Err(format!("no tool_result for {call} within {TOOL_REPLY_TIMEOUT:?}")))
-            })
-            .map_err(|e| ("invalid_request", e))?;
-            tools.push(tool);
-        }
+    ) -> Result<(String, Vec<String>), ServiceError> {
+        let owner = Owner::local();
+        self.sessions.may_open(&owner)?;
+        let options = self.options(limits, None)?;
+        let bridge = ToolBridge::new(NO_LISTENER);
+        let tools = bridge.tools(specs).map_err(|e| ServiceError::new(ErrorCode::InvalidRequest, e))?;
         let (session, warnings) = match restore {
-            None => (self.engine.session(options, tools), Vec::new()),
-            Some(snapshot) => match self.engine.restore_session(options, tools, &snapshot) {
-                Ok((session, warnings)) => (Ok(session), warnings),
-                Err(e) => (Err(e), Vec::new()),
-            },
+            None => (self.engine.session(options.clone(), tools)?, Vec::new()),
+            Some(snapshot) => self.engine.restore_session(options.clone(), tools, &snapshot)?,
         };
-        let session = session.map_err(|e| (error_code(&e), e.to_string()))?;
-        let sid = session.id().to_string();
-        *session_id.lock().expect("sid") = sid.clone();
-        self.sessions.lock().expect("sessions").insert(sid.clone(), Arc::new(session));
+        let sid = self.sessions.insert(&owner, NewEntry { session, bridge, options, implicit: false })?;
         Ok((sid, warnings))
     }
+}
+
+/// Write one JSON line and flush; `false` when the client is gone.
+fn write_line(out: &Out, message: &Value) -> bool {
+    let mut line = message.to_string();
+    line.push('\n');
+    let mut out = out.lock().expect("stdout");
+    out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_ok()
 }
 
 #[cfg(test)]
@@ -474,6 +453,9 @@ mod tests {
         assert!(options_from(&Limits::default(), Some(-1.0)).is_err());
         let bad = Limits { memory: Some("12Q".into()), ..Limits::default() };
         assert!(options_from(&bad, None).is_err());
-        assert_eq!(options_from(&Limits::default(), Some(2.5)).unwrap().timeout, Duration::from_millis(2500));
+        assert_eq!(
+            options_from(&Limits::default(), Some(2.5)).unwrap().timeout,
+            std::time::Duration::from_millis(2500)
+        );
     }
 }

@@ -28,6 +28,7 @@ mod terminal;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use fronts::core::ErrorCode;
 use rsandbox::profile::Profile;
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
 use std::io::{Read, Write};
@@ -35,10 +36,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Bad input: nothing was started.
-pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+/// Bad input: nothing was started (the exit status of `ErrorCode::BadInput`).
+pub(crate) const EXIT_BAD_INPUT: u8 = fronts::core::error::EXIT_BAD_INPUT;
 /// The sandbox could not be set up, or the engine failed.
-pub(crate) const EXIT_SETUP_FAILED: u8 = 11;
+pub(crate) const EXIT_SETUP_FAILED: u8 = fronts::core::error::EXIT_SETUP_FAILED;
 
 #[derive(Parser)]
 #[command(name = "rsandbox", version, about = "Run untrusted R code inside kernel-enforced isolation")]
@@ -149,13 +150,13 @@ enum Command {
         #[arg(long, requires = "http")]
         token_file: Option<PathBuf>,
         /// Sessions open at once on the server.
-        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS)]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.max_sessions.unwrap_or(1))]
         max_sessions: usize,
         /// Sessions open at once per connection (its own included).
-        #[arg(long, default_value_t = fronts::mcp::MAX_SESSIONS_PER_CONNECTION)]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.max_sessions_per_connection.unwrap_or(1))]
         max_sessions_per_connection: usize,
         /// Seconds a session may go unused before it is closed.
-        #[arg(long, default_value_t = fronts::mcp::IDLE_TIMEOUT.as_secs_f64())]
+        #[arg(long, default_value_t = fronts::core::Caps::mcp().sessions.idle_timeout.map_or(1.0, |t| t.as_secs_f64()))]
         idle_timeout: f64,
         /// Most memory a session may ask for (new_session's memory; e.g. 4G).
         #[arg(long, default_value = "4G")]
@@ -213,7 +214,8 @@ enum Command {
 
 #[derive(Args, Clone)]
 pub(crate) struct LimitArgs {
-    /// Wall-clock limit in seconds (fractions allowed; default 30, or the profile's).
+    /// Wall-clock limit: seconds (fractions allowed) or with a unit (500ms, 1.5s, 2m);
+    /// default 30, or the profile's.
     #[arg(long, allow_hyphen_values = true)]
     timeout: Option<String>,
     /// CPU-time limit in seconds.
@@ -302,13 +304,16 @@ pub(crate) struct HttpCapArgs {
 }
 
 impl HttpCapArgs {
-    fn caps(&self) -> Result<fronts::http::HttpCaps, rsandbox::InputError> {
-        let defaults = fronts::http::HttpCaps::default();
-        Ok(fronts::http::HttpCaps {
+    fn caps(&self) -> Result<fronts::core::Caps, rsandbox::InputError> {
+        let defaults = fronts::core::Caps::default();
+        Ok(fronts::core::Caps {
             max_timeout: Duration::from_secs(self.max_timeout),
             max_memory: parse_size(&self.max_memory)?,
             max_in_flight_per_token: self.max_in_flight_per_token.max(1),
-            max_sessions_per_token: self.max_sessions_per_token.max(1),
+            sessions: fronts::core::SessionCaps {
+                max_sessions_per_token: Some(self.max_sessions_per_token.max(1)),
+                ..defaults.sessions
+            },
             max_requests_per_minute_per_token: self.max_requests_per_minute_per_token.max(1),
             job_retention: Duration::from_secs(self.job_retention),
             ..defaults
@@ -391,12 +396,16 @@ impl LimitArgs {
         let defaults = profile.apply_limits(EvalOptions::default());
         let secs = match &self.timeout {
             None => defaults.timeout.as_secs_f64(),
+            // Seconds, or with a unit (500ms, 1.5s, 2m), within the one timeout rule of
+            // every front.
             Some(text) => {
-                let secs: f64 = text.parse().map_err(|_| bad("--timeout (seconds)", text))?;
-                if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-                    return Err(bad("--timeout (seconds, above 0, at most 86400)", text));
-                }
-                secs
+                let secs = text
+                    .parse::<f64>()
+                    .or_else(|_| rsandbox::parse_duration(text).map(|d| d.as_secs_f64()))
+                    .map_err(|_| bad("--timeout (seconds)", text))?;
+                rsandbox::limits::timeout_secs(secs)
+                    .map_err(|_| bad("--timeout (seconds, above 0, at most 86400)", text))?
+                    .as_secs_f64()
             }
         };
         let size = |flag: &str, v: &Option<String>, d: Option<u64>| match v.as_deref() {
@@ -538,11 +547,24 @@ fn main() -> ExitCode {
         Err(e) => {
             // An error may quote what the sandbox chose (a file name under --output).
             eprintln!("rsandbox: {}", terminal::inert_on_stderr(&with_remedy(format!("{e:#}"))));
-            let input = e.downcast_ref::<rsandbox::InputError>().is_some()
-                || matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Input(_)));
-            ExitCode::from(if input { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED })
+            ExitCode::from(error_code(&e).exit_code())
         }
     }
+}
+
+/// The error code of a failed command, whose exit status it decides: the engine's
+/// error's, bad input for input the CLI refused itself, else an engine error.
+fn error_code(e: &anyhow::Error) -> ErrorCode {
+    if let Some(engine) = e.downcast_ref::<EngineError>() {
+        return ErrorCode::of(engine);
+    }
+    if let Some(service) = e.downcast_ref::<fronts::core::ServiceError>() {
+        return service.code;
+    }
+    if e.downcast_ref::<rsandbox::InputError>().is_some() {
+        return ErrorCode::BadInput;
+    }
+    ErrorCode::EngineError
 }
 
 /// `rsandbox learn`: the profile on stdout when the code ran to the end (exit 0, or 1
@@ -602,21 +624,10 @@ pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> 
             None => writeln!(err, "Error: {}", shown(&e.message))?,
         }
     }
+    // A crash's detail is the error printed above.
     let why = match result.outcome {
-        Outcome::Timeout => Some(format!("time limit of {:?} reached; the sandbox was killed", options.timeout)),
-        Outcome::CpuLimit => Some("CPU time limit reached".into()),
-        Outcome::MemoryLimit => Some("memory limit reached".into()),
-        Outcome::OutputLimit => {
-            Some(format!("output limit of {} bytes reached; the sandbox was killed", options.max_output))
-        }
-        Outcome::FileSizeLimit => Some("file size limit reached".into()),
-        Outcome::ProcessLimit => Some("process limit reached".into()),
-        Outcome::Violation => Some(format!(
-            "forbidden system call {}; the sandbox was killed",
-            result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str())
-        )),
-        Outcome::Interrupted => Some("interrupted".into()),
-        Outcome::Crashed | Outcome::Ok | Outcome::Error => None,
+        Outcome::Crashed => None,
+        _ => fronts::core::outcome::stopped(result, options.timeout, options.max_output),
     };
     if let Some(why) = why {
         writeln!(err, "rsandbox: {}: {why}", result.outcome.name())?;
@@ -678,11 +689,16 @@ fn mcp(
         eprintln!("rsandbox: --max-sessions and --max-sessions-per-connection must be at least 1");
         return Ok(EXIT_BAD_INPUT);
     }
-    let config = fronts::mcp::McpConfig {
-        max_sessions: args.max_sessions,
-        max_sessions_per_connection: args.max_sessions_per_connection,
-        idle_timeout: Duration::from_secs_f64(idle_timeout),
+    let defaults = fronts::core::Caps::mcp();
+    let config = fronts::core::Caps {
         max_memory: parse_size(&args.max_memory)?,
+        sessions: fronts::core::SessionCaps {
+            max_sessions: Some(args.max_sessions),
+            max_sessions_per_connection: Some(args.max_sessions_per_connection),
+            idle_timeout: Some(Duration::from_secs_f64(idle_timeout)),
+            ..defaults.sessions
+        },
+        ..defaults
     };
     let connections = fronts::listen::ConnectionLimits {
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),

@@ -418,22 +418,15 @@ struct LibraryFront {
 }
 
 impl LibraryFront {
-    /// The table's limits as the library takes them (sizes read by `parse_size`).
+    /// The table's limits as the library takes them: the engine's one limits type.
     fn options(limits: &Limits, timeout: Option<f64>) -> Result<rsandbox::EvalOptions, rsandbox::EngineError> {
-        let d = rsandbox::EvalOptions::default();
-        let size = |k: &str, default: Option<u64>| -> Result<Option<u64>, rsandbox::InputError> {
-            limits[k].as_str().map(rsandbox::parse_size).transpose().map(|s| s.or(default))
-        };
-        Ok(rsandbox::EvalOptions {
-            timeout: timeout.map_or(d.timeout, Duration::from_secs_f64),
-            cpu_seconds: limits["cpu"].as_u64(),
-            memory: size("memory", d.memory)?,
-            file_size: size("fsize", d.file_size)?,
-            disk: size("disk", d.disk)?,
-            processes: limits["nproc"].as_u64().or(d.processes),
-            open_files: limits["nofile"].as_u64().or(d.open_files),
-            max_output: size("max_output", Some(d.max_output))?.unwrap_or(d.max_output),
-        })
+        let limits: rsandbox::Limits = serde_json::from_value(limits.clone())
+            .map_err(|e| rsandbox::InputError::BadLimit { what: "limits".into(), value: e.to_string() })?;
+        let mut options = limits.apply(rsandbox::EvalOptions::default())?;
+        if let Some(t) = timeout {
+            options.timeout = Duration::from_secs_f64(t);
+        }
+        Ok(options)
     }
 
     fn session(&self, id: &str) -> Arc<rsandbox::Session> {
@@ -947,20 +940,12 @@ impl HttpFront {
     }
 }
 
-/// An HTTP error as a reply: the body's code, with a session route's `not_found` read
-/// as the protocol's `unknown_session`.
-fn error_reply(status: u16, text: &[u8], path: &str) -> Reply {
+/// An HTTP error as a reply: the body's code, which must come with the status the core
+/// maps it to (the same code names the same failure on every front).
+fn error_reply(status: u16, text: &[u8], _path: &str) -> Reply {
     let body: Value = serde_json::from_slice(text).unwrap_or(Value::Null);
-    let mut code = body["error"]["code"].as_str().map(String::from);
-    if status == 404 && code.as_deref() == Some("not_found") && path.starts_with("/v1/sessions/") {
-        code = Some("unknown_session".into());
-    }
-    let expected = match code.as_deref() {
-        Some("bad_input") => 400,
-        Some("unknown_session") => 404,
-        Some("busy") => 409,
-        _ => status,
-    };
+    let code = body["error"]["code"].as_str().map(String::from);
+    let expected = code.as_deref().and_then(fronts::core::ErrorCode::parse).map_or(status, |c| c.http_status());
     if status != expected {
         // A status that does not go with its code matches no expected code.
         let code = Some(format!("{} with status {status}", code.as_deref().unwrap_or("no code")));

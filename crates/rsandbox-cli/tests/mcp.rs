@@ -39,7 +39,7 @@ fn run_python(args: &[&str]) -> String {
 #[test]
 fn an_mcp_client_runs_r_through_every_tool() {
     let stdout = run_python(&[script("client.py").to_str().unwrap(), "stdio", env!("CARGO_BIN_EXE_rsandbox")]);
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 11, "every check ran:\n{stdout}");
 }
 
 /// Under `--profile compile` the server tells the model which programs may run, and
@@ -75,7 +75,7 @@ fn the_same_checks_pass_over_streamable_http() {
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let status = server.wait().expect("wait for the server");
     let stdout = result.unwrap_or_else(|e| std::panic::resume_unwind(e));
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 10, "every check ran:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 11, "every check ran:\n{stdout}");
     assert!(status.success(), "SIGTERM ends the server cleanly: {status:?}");
 }
 

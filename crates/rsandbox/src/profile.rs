@@ -48,7 +48,6 @@ use crate::options::{parse_size, EvalOptions};
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The packages R itself needs: always present.
 pub(crate) const BASE_PACKAGES: [&str; 14] = [
@@ -363,25 +362,8 @@ pub struct Profile {
     pub functions: Option<Vec<String>>,
 }
 
-/// The `[limits]` table.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileLimits {
-    /// Seconds of wall clock.
-    pub timeout: Option<u64>,
-    /// Memory, e.g. "512M".
-    pub memory: Option<String>,
-    /// CPU seconds.
-    pub cpu: Option<u64>,
-    /// Processes.
-    pub nproc: Option<u64>,
-    /// Disk quota, e.g. "64M".
-    pub disk: Option<String>,
-    /// Largest file, e.g. "16M".
-    pub fsize: Option<String>,
-    /// Open files.
-    pub nofile: Option<u64>,
-}
+/// The `[limits]` table: the same type, knobs and names as every front's `limits`.
+pub type ProfileLimits = crate::limits::Limits;
 
 /// A profile file as written.
 #[derive(Debug, Deserialize)]
@@ -499,7 +481,9 @@ impl Profile {
             return Err(bad(origin, format!("{bad_name:?} is not a package name")));
         }
         let l = &file.limits;
-        for (key, value) in [("memory", &l.memory), ("disk", &l.disk), ("fsize", &l.fsize)] {
+        for (key, value) in
+            [("memory", &l.memory), ("disk", &l.disk), ("fsize", &l.fsize), ("max_output", &l.max_output)]
+        {
             if let Some(v) = value {
                 parse_size(v)
                     .map_err(|_| bad(origin, format!("limits.{key} = {v:?} is not a size such as \"512M\"")))?;
@@ -508,6 +492,7 @@ impl Profile {
         if [l.timeout, l.cpu, l.nproc, l.nofile].contains(&Some(0)) {
             return Err(bad(origin, "limits must be greater than zero".into()));
         }
+        l.check().map_err(|e| bad(origin, format!("limits: {e}")))?;
         profile.functions = file.functions.map(|names| expand_functions(origin, &names)).transpose()?;
         profile.name = origin.to_string();
         profile.read.extend(file.read);
@@ -520,20 +505,11 @@ impl Profile {
         Ok(profile)
     }
 
-    /// `options` with the profile's limits in place of the defaults.
-    pub fn apply_limits(&self, mut options: EvalOptions) -> EvalOptions {
-        let l = &self.limits;
-        let size = |v: &Option<String>, d: Option<u64>| v.as_deref().and_then(|s| parse_size(s).ok()).or(d);
-        if let Some(t) = l.timeout {
-            options.timeout = Duration::from_secs(t);
-        }
-        options.memory = size(&l.memory, options.memory);
-        options.disk = size(&l.disk, options.disk);
-        options.file_size = size(&l.fsize, options.file_size);
-        options.cpu_seconds = l.cpu.or(options.cpu_seconds);
-        options.processes = l.nproc.or(options.processes);
-        options.open_files = l.nofile.or(options.open_files);
-        options
+    /// `options` with the profile's limits in place of the defaults. They were checked
+    /// when the profile was loaded; a profile built in code with a size that does not
+    /// parse keeps `options` as they are.
+    pub fn apply_limits(&self, options: EvalOptions) -> EvalOptions {
+        self.limits.apply(options.clone()).unwrap_or(options)
     }
 
     /// The packages that exist in the sandbox: the asked ones, their dependencies
@@ -701,6 +677,7 @@ fn dependencies(description: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn unknown_keys_and_bad_values_are_named_with_their_line() {

@@ -2,7 +2,6 @@
 //! log line of that request, one structured log line per request (`tracing`; the CLI
 //! prints them as JSON), and the counters and latency histograms of `/metrics`.
 
-use super::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
@@ -41,6 +40,19 @@ impl Histogram {
     }
 }
 
+/// The gauges `/metrics` shows beside the counters, read from the state by the route
+/// (so this module needs nothing of the state's).
+pub struct Gauges {
+    /// Sessions open.
+    pub sessions: usize,
+    /// Sandboxes running a request now.
+    pub busy: usize,
+    /// Pre-forked sandboxes waiting for work.
+    pub pool_idle: usize,
+    /// Jobs running.
+    pub jobs_running: usize,
+}
+
 /// The counters.
 #[derive(Default)]
 pub struct Metrics {
@@ -72,7 +84,7 @@ impl Metrics {
     }
 
     /// The Prometheus text.
-    pub fn render(&self, state: &AppState) -> String {
+    pub fn render(&self, gauges: &Gauges) -> String {
         let mut t = String::new();
         t.push_str("# HELP rsandbox_http_requests_total Requests answered, by route, status and token name (- before the token check).\n# TYPE rsandbox_http_requests_total counter\n");
         for ((route, status, token), n) in self.requests.lock().expect("metrics").iter() {
@@ -103,24 +115,20 @@ impl Metrics {
         for (syscall, n) in self.violations.lock().expect("metrics").iter() {
             let _ = writeln!(t, "rsandbox_violations_total{{syscall=\"{syscall}\"}} {n}");
         }
-        let warm = state.engine.warm_status();
         let _ = write!(
             t,
             "# HELP rsandbox_sessions Sessions open.\n# TYPE rsandbox_sessions gauge\nrsandbox_sessions {}\n\
              # HELP rsandbox_sandboxes_busy Sandboxes running a request now (evals, executes, jobs).\n# TYPE rsandbox_sandboxes_busy gauge\nrsandbox_sandboxes_busy {}\n\
              # HELP rsandbox_pool_idle Pre-forked sandboxes waiting for work.\n# TYPE rsandbox_pool_idle gauge\nrsandbox_pool_idle {}\n\
              # HELP rsandbox_jobs_running Jobs running.\n# TYPE rsandbox_jobs_running gauge\nrsandbox_jobs_running {}\n",
-            state.live_sessions(),
-            state.busy.load(Ordering::SeqCst),
-            warm.idle,
-            state.jobs.running(),
+            gauges.sessions, gauges.busy, gauges.pool_idle, gauges.jobs_running,
         );
         t
     }
 }
 
 /// A client's id if it is short and plain, else a new one.
-fn request_id(state: &AppState, request: &Request) -> String {
+fn request_id(metrics: &Metrics, request: &Request) -> String {
     let given = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok());
     match given {
         Some(id)
@@ -130,14 +138,14 @@ fn request_id(state: &AppState, request: &Request) -> String {
         {
             id.to_string()
         }
-        _ => format!("req-{}", state.metrics.next_id.fetch_add(1, Ordering::SeqCst)),
+        _ => format!("req-{}", metrics.next_id.fetch_add(1, Ordering::SeqCst)),
     }
 }
 
 /// Around every request: its id, its span, its log line and its counters.
-pub async fn observe(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub async fn observe(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let id = request_id(&state, &request);
+    let id = request_id(&metrics, &request);
     let route =
         request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = request.method().clone();
@@ -146,7 +154,7 @@ pub async fn observe(State(state): State<Arc<AppState>>, request: Request, next:
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
     let caller = response.extensions().get::<Caller>().map_or("-", |c| c.0.as_str()).to_string();
-    state.metrics.request(&route, status, &caller, seconds);
+    metrics.request(&route, status, &caller, seconds);
     span.in_scope(|| tracing::info!(status, token = %caller, ms = (seconds * 1000.0).round() as u64, "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);

@@ -3,9 +3,12 @@
 
 use super::errors::{rejection, ApiError, ErrorBody};
 use super::jobs::JobView;
-use super::observe::{observe, Caller};
+use super::observe::{observe, Caller, Gauges};
 use super::state::AppState;
-use super::stream::{self, StreamEvent, ToolBridge, ToolReply};
+use super::stream::{self, StreamEvent, ToolReply};
+use crate::core::bridge::ToolBridge;
+use crate::core::registry::NewEntry;
+use crate::core::Owner;
 use crate::request::{decode_files, options_from, InputFile, Limits};
 use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -16,7 +19,7 @@ use axum::{Json, Router};
 use rsandbox::{EvalRequest, EvalResult, ExecuteOptions, ToolSpec, WorkspaceFile};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use utoipa::OpenApi;
 
 /// Largest request body: code, files (base64) and JSON punctuation (the same limit
@@ -221,7 +224,7 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route (the API is described at /openapi.json)") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn_with_state(state.metrics.clone(), observe))
         .with_state(state)
 }
 
@@ -284,7 +287,7 @@ fn streamed(
         let _entered = span.enter();
         let last = match work(&tx) {
             Ok(result) => StreamEvent::Result(Box::new(result)),
-            Err(e) => StreamEvent::Error(e.into_body()),
+            Err(e) => StreamEvent::Error(ErrorBody::from(e)),
         };
         let _ = done.send(());
         // The client may have gone; the work is done either way.
@@ -296,7 +299,8 @@ fn streamed(
 /// The checked options of an eval or job.
 fn eval_options(state: &AppState, body: &EvalBody) -> AppResult<rsandbox::EvalOptions> {
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
-    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, body.timeout.is_some())
+    let asked_timeout = body.timeout.is_some() || body.limits.timeout.is_some();
+    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, asked_timeout)
 }
 
 /// An eval in a fresh sandbox, with its events sent to `on_event`.
@@ -375,7 +379,7 @@ async fn create_job(
     tokio::task::spawn_blocking(move || {
         let _entered = span.enter();
         let (_admitted, mut body) = (admitted, body);
-        let outcome = run_eval(&state2, &mut body, options, None).map_err(ApiError::into_body);
+        let outcome = run_eval(&state2, &mut body, options, None).map_err(ErrorBody::from);
         state2.jobs.finish(&id, outcome);
     });
     let location = format!("/v1/jobs/{}", job.job);
@@ -407,8 +411,8 @@ async fn create_session(
     body: Result<Json<SessionBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
-    let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, false)?;
-    let bridge = Arc::new(ToolBridge::default());
+    let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, body.limits.timeout.is_some())?;
+    let bridge = ToolBridge::new(stream::NO_LISTENER);
     let tools = bridge.tools(body.tools).map_err(ApiError::bad_input)?;
     state.may_add_session(&caller)?;
     let admitted = state.admit(&caller)?;
@@ -416,10 +420,10 @@ async fn create_session(
     let created = blocking(move || {
         let _admitted = admitted;
         let (session, warnings) = match body.restore {
-            None => (state2.engine.session(options, tools)?, Vec::new()),
-            Some(snapshot) => state2.engine.restore_session(options, tools, &snapshot)?,
+            None => (state2.engine.session(options.clone(), tools)?, Vec::new()),
+            Some(snapshot) => state2.engine.restore_session(options.clone(), tools, &snapshot)?,
         };
-        let session = state2.add_session(&caller, session, bridge)?;
+        let session = state2.add_session(&caller, NewEntry { session, bridge, options, implicit: false })?;
         Ok(SessionCreated { session, warnings })
     })
     .await?;
@@ -435,7 +439,8 @@ async fn list_sessions(
     Extension(Caller(caller)): Extension<Caller>,
 ) -> Json<SessionList> {
     let sessions = state
-        .sessions_of(&caller)
+        .sessions
+        .sessions_of(&Owner::token(caller))
         .into_iter()
         .map(|entry| SessionInfo { session: entry.id.clone(), executing: entry.is_executing() })
         .collect();
@@ -459,16 +464,10 @@ async fn execute(
     let Json(mut body) = body.map_err(rejection)?;
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
     let timeout = match body.timeout {
-        None => Duration::from_secs(30).min(state.caps.max_timeout),
-        Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t.min(86_400.0)),
-        Some(t) => return Err(ApiError::bad_input(format!("invalid timeout: {t}"))),
+        None => ExecuteOptions::default().timeout.min(state.caps.max_timeout),
+        Some(t) => rsandbox::limits::timeout_secs(t).map_err(rsandbox::EngineError::from)?,
     };
-    if timeout > state.caps.max_timeout {
-        return Err(ApiError::bad_input(format!(
-            "timeout above this server's cap of {} s",
-            state.caps.max_timeout.as_secs()
-        )));
-    }
+    state.caps.check_timeout(timeout)?;
     let entry = state.session(&caller, &id)?;
     let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;
@@ -484,16 +483,16 @@ async fn execute(
         let gone = entry.clone();
         let on_gone: Box<dyn FnOnce() + Send> = Box::new(move || {
             tracing::info!("the client left the stream; interrupting the execute");
-            gone.session.interrupt();
+            gone.session().interrupt();
         });
         return Ok(streamed(
             move |tx| {
                 let _running = (admitted, executing);
-                let _attached = entry.bridge.attach(tx.clone(), deadline);
+                let _attached = entry.bridge.attach(stream::tool_sink(tx.clone()), deadline);
                 let mut emit = |e: rsandbox::Event<'_>| {
                     tx.send(StreamEvent::from_engine(e));
                 };
-                let result = entry.session.execute_streaming(&body.code, &options, Some(&mut emit))?;
+                let result = entry.session().execute_streaming(&body.code, &options, Some(&mut emit))?;
                 state.metrics.result(&result);
                 Ok(result)
             },
@@ -503,7 +502,7 @@ async fn execute(
     let state2 = state.clone();
     let result = blocking(move || {
         let _running = (admitted, executing);
-        let result = entry.session.execute(&body.code, &options)?;
+        let result = entry.session().execute(&body.code, &options)?;
         state2.metrics.result(&result);
         Ok(result)
     })
@@ -530,7 +529,10 @@ async fn tool_result(
     };
     let entry = state.session(&caller, &id)?;
     if !entry.bridge.answer(&call, answer) {
-        return Err(ApiError::not_found(format!("no tool call {} waits", rsandbox::quote_excerpt(&call))));
+        return Err(ApiError::new(
+            crate::core::ErrorCode::UnknownCall,
+            format!("no tool call {} waits", rsandbox::quote_excerpt(&call)),
+        ));
     }
     Ok(Json(ToolResultAccepted { call }))
 }
@@ -545,7 +547,7 @@ async fn snapshot(
     Path(id): Path<String>,
 ) -> AppResult<Json<Snapshot>> {
     let entry = state.session(&caller, &id)?;
-    let (snapshot, not_saved) = blocking(move || Ok(entry.session.snapshot()?)).await?;
+    let (snapshot, not_saved) = blocking(move || Ok(entry.session().snapshot()?)).await?;
     Ok(Json(Snapshot { snapshot, not_saved }))
 }
 
@@ -558,7 +560,7 @@ async fn interrupt(
     Path(id): Path<String>,
 ) -> AppResult<Json<Interrupted>> {
     let entry = state.session(&caller, &id)?;
-    Ok(Json(Interrupted { interrupted: entry.session.interrupt() }))
+    Ok(Json(Interrupted { interrupted: entry.session().interrupt() }))
 }
 
 /// End a session (its variables and files are gone).
@@ -569,7 +571,7 @@ async fn delete_session(
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
 ) -> AppResult<StatusCode> {
-    state.remove_session(&caller, &id)?;
+    state.sessions.remove(&Owner::token(caller), &id)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -583,7 +585,7 @@ async fn list_files(
     Path(id): Path<String>,
 ) -> AppResult<Json<FileList>> {
     let entry = state.session(&caller, &id)?;
-    let (files, truncated) = blocking(move || Ok(entry.session.list_files()?)).await?;
+    let (files, truncated) = blocking(move || Ok(entry.session().list_files()?)).await?;
     let files = files.into_iter().map(|f| FileInfo { path: f.path, size: f.size }).collect();
     Ok(Json(FileList { files, truncated }))
 }
@@ -614,7 +616,7 @@ async fn get_file(
     headers: HeaderMap,
 ) -> AppResult<Response> {
     let entry = state.session(&caller, &id)?;
-    let file = blocking(move || Ok(entry.session.get_file(&path)?)).await?;
+    let file = blocking(move || Ok(entry.session().get_file(&path)?)).await?;
     if wants_raw(&headers) {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -639,7 +641,7 @@ async fn put_file(
     let entry = state.session(&caller, &id)?;
     let size = blocking({
         let path = path.clone();
-        move || Ok(entry.session.put_file(&path, &body)?)
+        move || Ok(entry.session().put_file(&path, &body)?)
     })
     .await?;
     Ok(Json(FileWritten { path, size }))
@@ -664,5 +666,11 @@ async fn readyz(State(state): State<Arc<AppState>>) -> AppResult<&'static str> {
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text format", content_type = "text/plain"),
     (status = 401, body = ErrorBody)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render(&state))
+    let gauges = Gauges {
+        sessions: state.live_sessions(),
+        busy: state.busy.load(std::sync::atomic::Ordering::SeqCst),
+        pool_idle: state.engine.warm_status().idle,
+        jobs_running: state.jobs.running(),
+    };
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render(&gauges))
 }

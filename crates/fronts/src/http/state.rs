@@ -5,131 +5,27 @@
 use super::errors::ApiError;
 use super::jobs::Jobs;
 use super::observe::Metrics;
-use super::stream::ToolBridge;
 use crate::auth::Tokens;
-use rsandbox::{Engine, EvalOptions, Session};
+use crate::core::registry::{InUse, NewEntry};
+use crate::core::{Caps, Owner, Registry};
+use rsandbox::Engine;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Server-side caps: what a request may ask for, and what one token may hold.
-#[derive(Clone, Copy, Debug)]
-pub struct HttpCaps {
-    /// Longest timeout a request may ask for.
-    pub max_timeout: Duration,
-    /// Most memory a request may ask for.
-    pub max_memory: u64,
-    /// Most CPU seconds a request may ask for.
-    pub max_cpu: u64,
-    /// Requests one token may have in flight (jobs included).
-    pub max_in_flight_per_token: usize,
-    /// Sessions one token may hold.
-    pub max_sessions_per_token: usize,
-    /// Requests one token may make per minute (a fixed one-minute window).
-    pub max_requests_per_minute_per_token: u32,
-    /// How long a finished job's result is kept.
-    pub job_retention: Duration,
-}
-
-impl Default for HttpCaps {
-    fn default() -> Self {
-        HttpCaps {
-            max_timeout: Duration::from_secs(300),
-            max_memory: 4 << 30,
-            max_cpu: 600,
-            max_in_flight_per_token: 16,
-            max_sessions_per_token: 16,
-            max_requests_per_minute_per_token: 1200,
-            job_retention: Duration::from_secs(600),
-        }
-    }
-}
-
-impl HttpCaps {
-    /// The options for a request: what it asked is refused above a cap (400, never
-    /// lowered silently); what it left to the defaults is brought within the caps.
-    pub fn bound(
-        &self,
-        mut options: EvalOptions,
-        asked: &crate::request::Limits,
-        asked_timeout: bool,
-    ) -> Result<EvalOptions, ApiError> {
-        if !asked_timeout {
-            options.timeout = options.timeout.min(self.max_timeout);
-        }
-        if asked.memory.is_none() {
-            options.memory = options.memory.map(|m| m.min(self.max_memory));
-        }
-        self.check(&options)?;
-        Ok(options)
-    }
-
-    /// Refuse options above the caps (400, never lowered silently).
-    pub fn check(&self, options: &EvalOptions) -> Result<(), ApiError> {
-        if options.timeout > self.max_timeout {
-            return Err(ApiError::bad_input(format!(
-                "timeout above this server's cap of {} s",
-                self.max_timeout.as_secs()
-            )));
-        }
-        if options.memory.is_some_and(|m| m > self.max_memory) {
-            return Err(ApiError::bad_input(format!(
-                "memory above this server's cap of {} MiB",
-                self.max_memory >> 20
-            )));
-        }
-        if options.cpu_seconds.is_some_and(|c| c > self.max_cpu) {
-            return Err(ApiError::bad_input(format!("cpu above this server's cap of {} s", self.max_cpu)));
-        }
-        Ok(())
-    }
-}
-
-/// A session, the token that made it, the bridge its tool calls cross to the client,
-/// and whether an execute runs in it (so a streaming execute can be refused with 409
-/// before its stream starts).
-pub struct SessionEntry {
-    pub(super) session: Session,
-    pub(super) bridge: Arc<ToolBridge>,
-    /// The id clients use (`crate::ids`), not the engine's.
-    pub(super) id: String,
-    owner: String,
-    executing: AtomicBool,
-}
-
-/// An execute running in a session, until dropped.
-pub struct Executing(Arc<SessionEntry>);
-
-impl Drop for Executing {
-    fn drop(&mut self) {
-        self.0.executing.store(false, Ordering::SeqCst);
-    }
-}
-
-impl SessionEntry {
-    /// Mark an execute as running, or 409 when one already is.
-    pub fn start_execute(self: &Arc<Self>) -> Result<Executing, ApiError> {
-        if self.executing.swap(true, Ordering::SeqCst) {
-            return Err(ApiError::from(rsandbox::EngineError::Busy(self.id.clone())));
-        }
-        Ok(Executing(self.clone()))
-    }
-
-    /// Whether an execute runs in it now.
-    pub fn is_executing(&self) -> bool {
-        self.executing.load(Ordering::SeqCst)
-    }
-}
+/// The HTTP server's ceilings: the core's [`Caps`] (its `Default` is this front's).
+pub type HttpCaps = Caps;
 
 /// The API's state.
 pub struct AppState {
     pub(super) engine: Engine,
     pub(super) tokens: Option<Tokens>,
     pub(super) caps: HttpCaps,
-    pub(super) metrics: Metrics,
+    pub(super) metrics: Arc<Metrics>,
     pub(super) jobs: Jobs,
-    sessions: Mutex<HashMap<String, Arc<SessionEntry>>>,
+    /// The sessions, each its token's.
+    pub(super) sessions: Registry,
     in_flight: Mutex<HashMap<String, usize>>,
     /// Token → (start of its current minute, requests in it).
     minute: Mutex<HashMap<String, (Instant, u32)>>,
@@ -166,9 +62,9 @@ impl AppState {
             engine,
             tokens,
             caps,
-            metrics: Metrics::default(),
-            jobs: Jobs::new(caps.job_retention),
-            sessions: Mutex::default(),
+            metrics: Arc::default(),
+            jobs: Jobs::new(&caps),
+            sessions: Registry::new(caps.sessions),
             in_flight: Mutex::default(),
             minute: Mutex::default(),
             busy: AtomicUsize::new(0),
@@ -226,86 +122,30 @@ impl AppState {
     }
 
     /// Keep a new session for `owner`, or refuse (409) over the token's cap.
-    pub fn add_session(&self, owner: &str, session: Session, bridge: Arc<ToolBridge>) -> Result<String, ApiError> {
-        let mut sessions = self.sessions.lock().expect("sessions");
-        let held = sessions.values().filter(|s| s.owner == owner).count();
-        if held >= self.caps.max_sessions_per_token {
-            return Err(ApiError::from(rsandbox::EngineError::Busy(format!(
-                "this token holds {held} sessions (its limit); delete one first"
-            ))));
-        }
-        let id = session.id().to_string();
+    pub fn add_session(&self, owner: &str, new: NewEntry) -> Result<String, ApiError> {
+        let id = self.sessions.insert(&Owner::token(owner), new)?;
         tracing::info!(session = %id, "session opened");
-        let entry = SessionEntry {
-            session,
-            bridge,
-            id: id.clone(),
-            owner: owner.to_string(),
-            executing: AtomicBool::new(false),
-        };
-        sessions.insert(id.clone(), Arc::new(entry));
         Ok(id)
     }
 
     /// Whether `owner` may open another session (checked before one is made; the
     /// check in [`Self::add_session`] is the one that holds).
     pub fn may_add_session(&self, owner: &str) -> Result<(), ApiError> {
-        let held = self.sessions.lock().expect("sessions").values().filter(|s| s.owner == owner).count();
-        if held >= self.caps.max_sessions_per_token {
-            return Err(ApiError::from(rsandbox::EngineError::Busy(format!(
-                "this token holds {held} sessions (its limit); delete one first"
-            ))));
-        }
-        Ok(())
+        self.sessions.may_open(&Owner::token(owner))
     }
 
     /// The session `id` of `owner` (404 for another token's, as for none).
-    pub fn session(&self, owner: &str, id: &str) -> Result<Arc<SessionEntry>, ApiError> {
-        match self.sessions.lock().expect("sessions").get(id) {
-            Some(s) if s.owner == owner => Ok(s.clone()),
-            _ => Err(ApiError::not_found(format!("no session {}", rsandbox::quote_excerpt(id)))),
-        }
-    }
-
-    /// `owner`'s sessions, in the order of their ids.
-    pub fn sessions_of(&self, owner: &str) -> Vec<Arc<SessionEntry>> {
-        let mut mine: Vec<Arc<SessionEntry>> =
-            self.sessions.lock().expect("sessions").values().filter(|s| s.owner == owner).cloned().collect();
-        mine.sort_by(|a, b| a.id.cmp(&b.id));
-        mine
-    }
-
-    /// Remove `owner`'s session `id` (its sandbox ends when the last use does).
-    pub fn remove_session(&self, owner: &str, id: &str) -> Result<(), ApiError> {
-        let removed = {
-            let mut sessions = self.sessions.lock().expect("sessions");
-            match sessions.get(id) {
-                Some(s) if s.owner == owner => sessions.remove(id),
-                _ => None,
-            }
-        };
-        match removed {
-            Some(entry) => {
-                // A tool call waiting for the client is failed now, so an execute still
-                // running returns instead of waiting out its timeout.
-                entry.bridge.close();
-                Ok(())
-            }
-            None => Err(ApiError::not_found(format!("no session {}", rsandbox::quote_excerpt(id)))),
-        }
+    pub fn session(&self, owner: &str, id: &str) -> Result<InUse, ApiError> {
+        self.sessions.acquire(&Owner::token(owner), id)
     }
 
     /// Sessions open.
     pub fn live_sessions(&self) -> usize {
-        self.sessions.lock().expect("sessions").len()
+        self.sessions.len()
     }
 
     /// End every session (at shutdown).
     pub fn close_all(&self) {
-        let all: Vec<Arc<SessionEntry>> = self.sessions.lock().expect("sessions").drain().map(|(_, s)| s).collect();
-        for entry in &all {
-            entry.bridge.close();
-        }
-        drop(all);
+        self.sessions.close_all();
     }
 }

@@ -4,10 +4,10 @@
 //! (`{stream, text}`), `tool_call` events (`{call, tool, args}`) and, last, one `result`
 //! event (the result object) or one `error` event (`{error: {code, message}}`).
 //!
-//! A session's tools run on the client: the sandbox's call becomes a `tool_call` event on
-//! the execute's stream, and the execute waits (at most until its deadline, and never
-//! more than [`TOOL_REPLY_TIMEOUT`]) for `POST /v1/sessions/{id}/tool_results/{call}`.
-//! A call made while no streaming execute runs fails in R with a message saying so.
+//! A session's tools run on the client, across the core's bridge
+//! (`crate::core::bridge`): the sandbox's call becomes a `tool_call` event on the
+//! execute's stream, answered with `POST /v1/sessions/{id}/tool_results/{call}`. A call
+//! made while no streaming execute runs fails in R with a message saying so.
 //!
 //! The channel between the work and the response is bounded ([`STREAM_CAPACITY`]
 //! events): when a client reads slower than the code writes, the sender blocks (the
@@ -17,23 +17,18 @@
 //! without end.
 
 use super::errors::ErrorBody;
+use crate::core::bridge::{Sink, ToolCall};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use rsandbox::{EvalResult, Event, OutputStream, Tool, ToolSpec};
+use rsandbox::{EvalResult, Event, OutputStream};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc::{self as tmpsc, error::TrySendError};
 use tokio::sync::Notify;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
-
-/// Longest a tool call waits for the client's answer.
-pub const TOOL_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Events a stream holds for a client that has not taken them yet.
 pub const STREAM_CAPACITY: usize = 64;
@@ -164,82 +159,12 @@ pub struct ToolReply {
     pub error: Option<String>,
 }
 
-type Answer = Result<Value, String>;
+/// What a tool call made while no streaming execute runs is told.
+pub const NO_LISTENER: &str = "tool calls need a streaming execute (Accept: text/event-stream) to reach the client";
 
-/// Where a session's tool calls meet the client: the stream of the execute running
-/// now (if it streams), and the calls waiting for their answer.
-#[derive(Default)]
-pub struct ToolBridge {
-    listener: Mutex<Option<(Arc<StreamSender>, Instant)>>,
-    pending: Mutex<HashMap<String, mpsc::Sender<Answer>>>,
-    next_call: AtomicU64,
-    closed: std::sync::atomic::AtomicBool,
-}
-
-/// The stream a bridge sends calls to, until dropped.
-pub struct Attached<'b>(&'b ToolBridge);
-
-impl Drop for Attached<'_> {
-    fn drop(&mut self) {
-        *self.0.listener.lock().expect("listener") = None;
-    }
-}
-
-impl ToolBridge {
-    /// The session's tools, their handlers crossing this bridge.
-    pub fn tools(self: &Arc<Self>, specs: Vec<ToolSpec>) -> Result<Vec<Tool>, String> {
-        specs
-            .into_iter()
-            .map(|spec| {
-                let bridge = self.clone();
-                let name = spec.name.clone();
-                Tool::new(spec, move |args| bridge.call(&name, Value::Object(args.clone())))
-            })
-            .collect()
-    }
-
-    /// Send tool calls to `stream` until the guard drops; none waits past `deadline`.
-    pub fn attach(&self, stream: Arc<StreamSender>, deadline: Instant) -> Attached<'_> {
-        *self.listener.lock().expect("listener") = Some((stream, deadline));
-        Attached(self)
-    }
-
-    /// Hand the client's answer to the waiting call; `false` when no call of that id waits.
-    pub fn answer(&self, call: &str, answer: Answer) -> bool {
-        match self.pending.lock().expect("pending").remove(call) {
-            Some(waiting) => waiting.send(answer).is_ok(),
-            None => false,
-        }
-    }
-
-    /// The session is gone: fail the waiting calls and any later one.
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.pending.lock().expect("pending").clear();
-    }
-
-    fn call(&self, tool: &str, args: Value) -> Answer {
-        let Some((stream, deadline)) = self.listener.lock().expect("listener").clone() else {
-            return Err("tool calls need a streaming execute (Accept: text/event-stream) to reach the client".into());
-        };
-        let call = format!("call-{}", self.next_call.fetch_add(1, Ordering::SeqCst));
-        let (tx, rx) = mpsc::channel();
-        {
-            let mut pending = self.pending.lock().expect("pending");
-            if self.closed.load(Ordering::SeqCst) {
-                return Err("the session was deleted".into());
-            }
-            pending.insert(call.clone(), tx);
-        }
-        if !stream.send(StreamEvent::ToolCall { call: call.clone(), tool: tool.to_string(), args }) {
-            self.pending.lock().expect("pending").remove(&call);
-            return Err("the client closed the stream".into());
-        }
-        let wait = deadline.saturating_duration_since(Instant::now()).min(TOOL_REPLY_TIMEOUT);
-        let answer = rx.recv_timeout(wait);
-        self.pending.lock().expect("pending").remove(&call);
-        answer.unwrap_or_else(|_| Err(format!("no tool result for {call} within {} s", wait.as_secs())))
-    }
+/// A stream as the sink of a session's tool calls (`crate::core::bridge`).
+pub fn tool_sink(stream: Arc<StreamSender>) -> Sink {
+    Arc::new(move |c: ToolCall| stream.send(StreamEvent::ToolCall { call: c.call, tool: c.tool, args: c.args }))
 }
 
 #[cfg(test)]

@@ -70,7 +70,8 @@ async def main():
 
         for body, what in [(b'{"code":', "malformed JSON"), (b'{"code": 5}', "wrong type"), (b'{"code": "1", "nope": 1}', "unknown field"),
                            (b'{"code": "1", "timeout": 600}', "timeout above the cap"), (b'{"code": "1", "limits": {"memory": "8G"}}', "memory above the cap"),
-                           (b'{"code": ""}', "empty code"), (b'{"code": "1", "limits": {"memory": "lots"}}', "bad size")]:
+                           (b'{"code": ""}', "empty code"), (b'{"code": "1", "limits": {"memory": "lots"}}', "bad size"),
+                           (b'{"code": "1", "limits": {"max_output": "1G"}}', "max_output above the cap")]:
             r = await alice.post("/v1/eval", content=body, headers={"Content-Type": "application/json"})
             assert r.status_code == 400 and error_code(r) == "bad_input", (what, r.status_code, r.text)
         # On a connection of its own: the server answers before reading the whole body
@@ -95,7 +96,7 @@ async def main():
         for call in [bob.post(f"/v1/sessions/{sid}/execute", json={"code": "y"}), bob.delete(f"/v1/sessions/{sid}"),
                      bob.get(f"/v1/sessions/{sid}/files/notes/a.txt")]:
             r = await call
-            assert r.status_code == 404 and error_code(r) == "not_found", r.text
+            assert r.status_code == 404 and error_code(r) == "unknown_session", r.text
         running = asyncio.create_task(alice.post(f"/v1/sessions/{sid}/execute", json={"code": "Sys.sleep(3); 'slept'"}))
         await asyncio.sleep(1)
         r = await alice.post(f"/v1/sessions/{sid}/execute", json={"code": "1"})
@@ -264,7 +265,7 @@ async def streaming_and_tools(server, alice, bob):
                 r = await bob.post(f"/v1/sessions/{sid}/tool_results/{data['call']}", json={"value": 0})
                 assert r.status_code == 404, r.text
                 r = await alice.post(f"/v1/sessions/{sid}/tool_results/call-999", json={"value": 0})
-                assert r.status_code == 404 and error_code(r) == "not_found", r.text
+                assert r.status_code == 404 and error_code(r) == "unknown_call", r.text
                 r = await alice.post(f"/v1/sessions/{sid}/tool_results/{data['call']}", json={"value": 1, "error": "x"})
                 assert r.status_code == 400, r.text
                 answer = {"value": table[data["args"]["key"]]}

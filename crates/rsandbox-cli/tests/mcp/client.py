@@ -127,9 +127,19 @@ async def checks(session):
     assert r.is_error, text_of(r)
     print("ok write_file, read_file, list_files, hostile path refused")
 
+    # Values go in as data (the typed encoding every front takes), and stay bound.
+    r = await session.call_tool("run_r", {"code": "sum(x) + nchar(s)", "globals": {
+        "x": {"type": "integer", "value": [1, 2]}, "s": {"type": "character", "value": ["abc"]}}})
+    assert not r.is_error and r.structured_content["value"] == 6, text_of(r)
+    r = await session.call_tool("run_r", {"code": "x"})
+    assert r.structured_content["value"] == [1, 2], text_of(r)
+    r = await session.call_tool("run_r", {"code": "1", "globals": {"bad": {"type": "environment"}}})
+    assert r.is_error and text_of(r).endswith("[bad_input]"), text_of(r)
+    print("ok run_r binds globals in the typed encoding; a value that is none is bad_input")
+
     # Bad input is a clear error, and the server keeps serving.
     r = await session.call_tool("run_r", {"code": "1", "timeout_s": -1})
-    assert r.is_error and "timeout must be above 0" in text_of(r), text_of(r)
+    assert r.is_error and "invalid timeout (seconds, above 0" in text_of(r) and text_of(r).endswith("[bad_input]"), text_of(r)
     # The names are the other fronts' (timeout, cpu); the earlier ones stay accepted.
     r = await session.call_tool("run_r", {"code": "Sys.sleep(10)", "timeout": 0.5})
     assert "time limit of 0.5 s" in text_of(r), text_of(r)

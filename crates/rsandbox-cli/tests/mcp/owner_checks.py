@@ -30,7 +30,7 @@ def server_rss_kb(server):
 
 
 def unknown_text(handle):
-    return f"no session {json.dumps(handle)} (it was closed, or never existed: new_session gives a handle)"
+    return f"no session {json.dumps(handle)} (it was closed, or never existed): new_session gives a handle [unknown_session]"
 
 
 async def main():

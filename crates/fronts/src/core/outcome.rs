@@ -1,0 +1,43 @@
+//! An outcome in words, once for every front that says it in a sentence (MCP's tool
+//! results, the CLI's last stderr line). The outcome's name (`ok`, `timeout`, …) is the
+//! engine's ([`rsandbox::Outcome::name`]); this is what happened, for a reader.
+
+use rsandbox::{EvalResult, Outcome};
+use std::time::Duration;
+
+/// Why the code stopped, for every outcome but `ok` and `error` (an R error is said
+/// by its own message): `timeout` the limit the run had, `max_output` its output cap.
+pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Option<String> {
+    Some(match result.outcome {
+        Outcome::Ok | Outcome::Error => return None,
+        Outcome::Timeout => format!("the code ran past its time limit of {} s", timeout.as_secs_f64()),
+        Outcome::Interrupted => "the code was interrupted".to_string(),
+        Outcome::Violation => {
+            let call = result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
+            // Under a profile with programs, execve is no violation: another call was.
+            let why = if call.starts_with("execve") {
+                "this sandbox cannot run programs"
+            } else {
+                "the sandbox never allows it"
+            };
+            format!("the code made a forbidden system call ({call}): {why}")
+        }
+        Outcome::MemoryLimit => "the memory limit was reached".to_string(),
+        Outcome::CpuLimit => "the CPU time limit was reached".to_string(),
+        Outcome::OutputLimit => format!("the code printed more than the output limit of {max_output} bytes"),
+        Outcome::FileSizeLimit => "a file grew past the file size limit".to_string(),
+        Outcome::ProcessLimit => "the process limit was reached".to_string(),
+        Outcome::Crashed => {
+            format!("the R process crashed ({})", result.error.as_ref().map_or("no detail", |e| e.message.as_str()))
+        }
+    })
+}
+
+/// Whether a session kept its variables after this result, in words.
+pub fn kept(result: &EvalResult) -> &'static str {
+    if result.reset {
+        "The session was reset: its variables are gone; the next call starts from a fresh R."
+    } else {
+        "The session kept its variables."
+    }
+}
