@@ -474,7 +474,7 @@ fn deny_one_unshare(listener: RawFd, pid: libc::pid_t) {
 }
 
 fn closed_filters() -> SeccompFilters {
-    SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap()
+    SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false }).unwrap()
 }
 
 fn this_pid() -> libc::pid_t {
@@ -1071,7 +1071,7 @@ fn seccomp_kills_tiocsti(caller: Caller) {
 /// With `exec` the allowlist is enough for a dynamically linked program to start and
 /// run: /bin/false's own exit status comes back.
 fn seccomp_exec_profile_runs_a_program(caller: Caller) {
-    let filters = SeccompFilters::build(SeccompProfile { exec: true, network: false, observe: false }).unwrap();
+    let filters = SeccompFilters::build(SeccompProfile { exec: true, network: false, observe: false, private_root: false }).unwrap();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
         let argv = [c"/bin/false".as_ptr(), std::ptr::null()];
@@ -1084,7 +1084,7 @@ fn seccomp_exec_profile_runs_a_program(caller: Caller) {
 
 /// With `network` sockets are created and connected.
 fn seccomp_network_profile_allows_sockets(caller: Caller) {
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false }).unwrap();
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false, private_root: false }).unwrap();
     let (_listener, addr) = tcp_listener();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
@@ -1327,7 +1327,7 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
     use libseccomp::ScmpAction;
     for exec in [false, true] {
         for network in [false, true] {
-            let profile = SeccompProfile { exec, network, observe: false };
+            let profile = SeccompProfile { exec, network, observe: false, private_root: false };
             let (errnos, hidden) = sweep(caller, profile, ScmpAction::Errno(CAUGHT));
             assert_eq!(hidden, Vec::<i64>::new(), "ERRNO outranks USER_NOTIF: no report expected");
             let (traced, reported) = sweep(caller, profile, ScmpAction::Trace(0));
@@ -1361,7 +1361,8 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                             libc::ENOSYS
                         }
                     }
-                    Some(seccomp::Treatment::Refused) => libc::EPERM,
+                    // Swept without a private root: refused.
+                    Some(seccomp::Treatment::Refused | seccomp::Treatment::ByPath) => libc::EPERM,
                     // Swept with zero flags: an ordinary fork, allowed and not reported.
                     Some(seccomp::Treatment::Fork) => CAUGHT,
                 };
