@@ -356,13 +356,10 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     // garbage in the upper half can only make a call refused.
     // With a private root the by-path form is allowed, as `utimes` is.
     let by_path_utimensat = (!profile.private_root).then_some((libc::SYS_utimensat, vec![1]));
-    for (nr, args) in [
-        (libc::SYS_prlimit64, vec![0]),
-        (libc::SYS_sched_setaffinity, vec![0]),
-        (libc::SYS_setpriority, vec![0, 1]),
-    ]
-    .into_iter()
-    .chain(by_path_utimensat)
+    for (nr, args) in
+        [(libc::SYS_prlimit64, vec![0]), (libc::SYS_sched_setaffinity, vec![0]), (libc::SYS_setpriority, vec![0, 1])]
+            .into_iter()
+            .chain(by_path_utimensat)
     {
         set(&mut rules, nr, Decision::ErrnoIfNonZero { args, errno: libc::EPERM });
     }
@@ -720,7 +717,9 @@ mod tests {
 
     #[test]
     fn argument_rules_follow_the_table() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
+                .unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
@@ -799,7 +798,9 @@ mod tests {
 
     #[test]
     fn learning_reports_allowed_file_calls_and_keeps_violations() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true, private_root: false }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true, private_root: false })
+                .unwrap();
         let run = |nr: libc::c_long| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         let trap = |nr: libc::c_long| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         for nr in [libc::SYS_openat, libc::SYS_open, libc::SYS_mkdir, libc::SYS_creat] {
@@ -815,7 +816,9 @@ mod tests {
 
     #[test]
     fn one_short_program() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
+                .unwrap();
         assert!(f.instruction_count() > 100 && f.instruction_count() < 1200, "{}", f.instruction_count());
     }
 }
