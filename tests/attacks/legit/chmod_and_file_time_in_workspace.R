@@ -4,7 +4,7 @@
 # expect-value: [true, true, "600", "2001-02-03", false, false]
 # targets: none
 # calibrate: no — legitimate code; there is no attack to calibrate
-# container-expect: outcome=ok — without a private root by-path chmod and utimes are refused (the host's files are there): both return FALSE
+# no-private-root-expect: outcome=ok — without a private root by-path chmod and utimes are refused (the host's files are there): both return FALSE
 
 writeLines("x", "f")
 changed <- c(Sys.chmod("f", "600", use_umask = FALSE), Sys.setFileTime("f", as.POSIXct("2001-02-03", tz = "UTC")))

@@ -4,7 +4,7 @@
 # expect-value: 0
 # targets: none
 # calibrate: no — legitimate code; there is no attack to calibrate
-# container-expect: outcome=error — without a private root record locks are refused outright (ENOLCK), in the workspace too
+# no-private-root-expect: outcome=error — without a private root record locks are refused outright (ENOLCK), in the workspace too
 
 hex <- "{{PROBE_HEX}}"
 writeBin(as.raw(strtoi(substring(hex, seq(1, nchar(hex), 2), seq(2, nchar(hex), 2)), 16L)), "probe.so")

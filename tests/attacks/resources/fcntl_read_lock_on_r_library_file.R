@@ -5,7 +5,7 @@
 # targets: lock:r-library
 # calibrate: yes
 # calibrate-expect-stdout-contains: ATTACK-SUCCEEDED
-# container-expect: outcome=error — without a private root the host's inodes are the sandbox's, so record locks are refused outright (ENOLCK)
+# no-private-root-expect: outcome=error — without a private root the host's inodes are the sandbox's, so record locks are refused outright (ENOLCK)
 
 # The runner holds a write lock on {{LOCKED_R_FILE}} while this runs: a read lock that
 # lands on the host's inode meets it (EAGAIN), as a host writer would meet ours.

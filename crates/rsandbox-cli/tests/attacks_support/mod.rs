@@ -139,7 +139,7 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 35] = [
     ("LOCKED_R_FILE", Some("lock:r-library")),
 ];
 
-const KEYS: [&str; 25] = [
+const KEYS: [&str; 26] = [
     "category",
     "summary",
     "args",
@@ -162,6 +162,7 @@ const KEYS: [&str; 25] = [
     "calibrate-pidns",
     "container-expect",
     "container-loses",
+    "no-private-root-expect",
     "compile-expect",
     "functions",
     "nolandlock-loses",
@@ -201,8 +202,13 @@ pub enum ContainerRule {
 /// applies where an environment filter refuses first: the emulated containers, and
 /// (for the user-namespace calls it refuses, beside the host's outcome) the row without
 /// user namespaces; in a chroot nothing refuses first. `container-loses` applies to
-/// every row without namespaces.
+/// every row without namespaces. `no-private-root-expect` says what the lack of a private
+/// root changes (by-path metadata calls and record locks are refused there), so it
+/// applies to every row without namespaces, before the rules above.
 fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
+    if let Some(rule) = case.no_private_root.as_ref().filter(|_| !mode.private_root()) {
+        return Some(rule.clone());
+    }
     match (mode, &case.container) {
         (Mode::NoLandlockRoot, _) => case.no_landlock.clone(),
         (Mode::CompileProfileRoot, _) => case.compile.clone(),
@@ -252,6 +258,8 @@ pub struct Case {
     pub cal_pidns: bool,
     /// What the namespace-less container rows expect instead, when they differ.
     pub container: Option<ContainerRule>,
+    /// What the rows without a private root (no namespaces) expect instead.
+    pub no_private_root: Option<ContainerRule>,
     /// What the row without Landlock cannot hold, and why.
     pub no_landlock: Option<ContainerRule>,
     /// The outcome under the `compile` profile, where programs may run: present on the
@@ -591,6 +599,9 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_net,
         cal_pidns,
         container,
+        no_private_root: one("no-private-root-expect")
+            .map(|v| expect_rule("no-private-root-expect", &v))
+            .transpose()?,
         no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
         compile,
         functions,
@@ -1247,6 +1258,11 @@ impl Mode {
     /// and `container-loses` headers (what a namespace-less sandbox cannot hold) apply.
     pub fn container(self) -> bool {
         matches!(self, Mode::ContainerRoot | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::ChrootRoot)
+    }
+    /// The sandboxes get a private root (they have a mount namespace): every row with
+    /// namespaces.
+    pub fn private_root(self) -> bool {
+        !self.container()
     }
     /// Options the mode adds to every `rsandbox run`.
     pub fn cli_flags(self) -> &'static [&'static str] {
