@@ -119,6 +119,8 @@ fn wire_seeds() {
                 args: vec!["--flag".into()],
                 echo: false,
                 functions: Some(vec!["mean".into(), "<-".into()]),
+                globals: Default::default(),
+                typed: false,
             },
         ),
         ("put_file", ChildRequest::PutFile { path: "data/in.csv".into(), data_base64: "YSxiCjEsMgo=".into() }),
