@@ -110,7 +110,9 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         syscall: nr.and_then(lockdown::seccomp::syscall_name).unwrap_or("unknown").to_string(),
         number: nr,
     };
-    let cpu_exhausted = o.cpu_limit.is_some_and(|limit| result.usage.cpu_ms >= limit * 1000);
+    // Saturating: `--cpu` may be any number up to the hard limit (often unlimited), and
+    // in milliseconds it overflowed (found by the `outcome` fuzz target).
+    let cpu_exhausted = o.cpu_limit.is_some_and(|limit| result.usage.cpu_ms >= limit.saturating_mul(1000));
     // Order matters: what the supervisor saw first (a violation report, its own kill)
     // explains the death better than the signal that followed.
     result.outcome = match (o.violation, o.killed.clone()) {
@@ -291,6 +293,17 @@ mod tests {
         let r = compose(observed(Some(KillReason::ReporterLost("failed to receive".into())), None));
         assert_eq!(r.outcome, Outcome::Crashed);
         assert_eq!(r.error.unwrap().message, "the sandbox was stopped: failed to receive");
+    }
+
+    /// Fuzz regression (`fuzz/fuzz_targets/outcome.rs`): a CPU limit beyond what u64
+    /// milliseconds hold panicked (debug) or wrapped to a tiny limit (release), making a
+    /// killed child look like `cpu_limit`.
+    #[test]
+    fn a_huge_cpu_limit_does_not_overflow() {
+        let exit = Exit { code: None, signal: Some(libc::SIGKILL), cpu_ms: 10, max_rss_kb: 0 };
+        let mut o = observed(None, Some(&exit));
+        o.cpu_limit = Some(u64::MAX / 999);
+        assert_eq!(compose(o).outcome, Outcome::Crashed);
     }
 
     #[test]
