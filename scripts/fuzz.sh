@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz every cargo-fuzz target for a bounded time (FUZZ_SECONDS each, 15 by default:
+# Fuzz every cargo-fuzz target for a bounded time (FUZZ_SECONDS each, 12 by default:
 # about a minute in all) from the committed corpus in fuzz/corpus/; fails on any crash,
 # whose input libFuzzer leaves in fuzz/artifacts/<target>/.
 #
@@ -13,8 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-seconds="${FUZZ_SECONDS:-15}"
-targets=(wire_frames stdio_request profile_toml http_bodies)
+seconds="${FUZZ_SECONDS:-12}"
+targets=(wire_frames outcome stdio_request profile_toml http_bodies)
 if ! command -v cargo-fuzz >/dev/null; then
     cargo install --locked cargo-fuzz
 fi

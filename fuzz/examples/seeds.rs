@@ -37,8 +37,9 @@ fn applied() -> lockdown::Applied {
     }
 }
 
-fn wire_seeds() {
-    let reports = vec![
+/// One of every report a child sends.
+fn child_reports() -> Vec<(&'static str, ChildReport)> {
+    vec![
         ("locked_down", ChildReport::LockedDown { applied: applied(), lockdown_us: 1234 }),
         ("setup_failed", ChildReport::SetupFailed { error: "landlock: not supported".into() }),
         (
@@ -74,7 +75,11 @@ fn wire_seeds() {
         ("restored", ChildReport::Restored { warnings: vec!["package 'x' not attached".into()] }),
         ("refused", ChildReport::Refused { error: "path escapes the workspace".into() }),
         ("quit", ChildReport::Quit { status: 3 }),
-    ];
+    ]
+}
+
+fn wire_seeds() {
+    let reports = child_reports();
     for (name, report) in &reports {
         write("wire_frames", &format!("report_{name}"), &framed(255, std::slice::from_ref(report)));
     }
@@ -114,6 +119,8 @@ fn wire_seeds() {
                 args: vec!["--flag".into()],
                 echo: false,
                 functions: Some(vec!["mean".into(), "<-".into()]),
+                globals: Default::default(),
+                typed: false,
             },
         ),
         ("put_file", ChildRequest::PutFile { path: "data/in.csv".into(), data_base64: "YSxiCjEsMgo=".into() }),
@@ -142,6 +149,57 @@ fn wire_seeds() {
     let mut bytes = vec![255];
     bytes.extend(serde_json::to_vec(&spawn).unwrap());
     write("wire_frames", "zygote_spawn", &bytes);
+}
+
+/// The outcome target's 32-byte view of the supervisor (see `fuzz_targets/outcome.rs`).
+fn view(flags: u8, kill: u8, signal: u8, code: i32, cpu_ms: u64, cpu_limit: u64, violation: i64) -> Vec<u8> {
+    let mut head = vec![flags, kill, signal];
+    head.extend(code.to_le_bytes());
+    head.extend(cpu_ms.to_le_bytes());
+    head.extend(cpu_limit.to_le_bytes());
+    head.extend(violation.to_le_bytes());
+    head.push(0);
+    head
+}
+
+fn outcome_seeds() {
+    let views = [
+        ("quiet", view(0, 0, 0, 0, 0, 0, 0)),
+        ("exited_0", view(0b10_0010, 0, 0, 0, 15, 0, 0)),
+        ("killed_sigkill_cpu", view(0b100_1010, 0, 9, 0, 2_000, 1, 0)),
+        ("sigsys", view(0b100_0010, 0, 31, 0, 3, 0, 0)),
+        ("violation_ptrace", view(0b100_0110, 2, 9, 0, 3, 0, 101)),
+        ("timeout", view(0b101_0011, 0, 9, 0, 3, 0, 0)),
+        ("protocol", view(0b1000_0001, 3, 0, 0, 0, 0, 0)),
+        ("memory_limit", view(0b1, 7, 0, 0, 0, 0, 0)),
+    ];
+    let mut bodies: Vec<(String, Vec<u8>)> = child_reports()
+        .into_iter()
+        .filter(|(name, _)| ["evaluated", "evaluated_error", "quit", "locked_down"].contains(name))
+        .map(|(name, report)| (name.to_string(), serde_json::to_vec(&report).unwrap()))
+        .collect();
+    // What R itself reports (the `r` of `evaluated`), as eval.R writes it.
+    for (name, r) in [
+        ("r_syntax_error", json!({"status": "error", "syntax_error": {"message": "unexpected ')'", "line": 1}})),
+        ("r_memory_limit", json!({"status": "memory_limit", "error": {"message": "cannot allocate", "call": null}})),
+        ("r_interrupted", json!({"status": "interrupted", "visible": false})),
+        ("r_refused", json!({"status": "refused", "error": {"message": "system is not allowed"}})),
+        (
+            "r_typed",
+            json!({"status": "ok", "value": {"a": [1, 2]}, "value_typed": {"type": "double", "value": [1.5]},
+                   "visible": true, "messages": [{"text": "hi\n"}], "warnings": ["careful"]}),
+        ),
+    ] {
+        bodies.push((name.to_string(), serde_json::to_vec(&r).unwrap()));
+    }
+    for (i, (view_name, head)) in views.iter().enumerate() {
+        // Each view with a few bodies, and the bodies all with the quiet view.
+        for (body_name, body) in bodies.iter().filter(|_| i == 0).chain(bodies.iter().skip(i).step_by(4).take(2)) {
+            let mut bytes = head.clone();
+            bytes.extend(body);
+            write("outcome", &format!("{view_name}_{body_name}"), &bytes);
+        }
+    }
 }
 
 fn stdio_seeds() {
@@ -222,6 +280,7 @@ disk = "64M"
 
 fn main() {
     wire_seeds();
+    outcome_seeds();
     stdio_seeds();
     http_seeds();
     profile_seeds();

@@ -104,7 +104,7 @@ pub fn spawn(
     policy.violation_fd = Some(VIOLATION_FD);
     policy.validate().map_err(|e| invalid(&e))?;
     // exec is a violation for seccomp; the launcher's one exec is let through below.
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: policy.network, observe: false })
+    let filters = SeccompFilters::build(SeccompProfile { exec: false, observe: false, ..policy.seccomp_profile() })
         .map_err(|e| invalid(&e))?;
     let (reports, reports_child) = rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,

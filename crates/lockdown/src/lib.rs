@@ -116,7 +116,12 @@ fn is_zero(n: &usize) -> bool {
 impl Policy {
     /// The seccomp profile this policy needs.
     pub fn seccomp_profile(&self) -> SeccompProfile {
-        SeccompProfile { exec: !self.executable.is_empty(), network: self.network, observe: self.learning }
+        SeccompProfile {
+            exec: !self.executable.is_empty(),
+            network: self.network,
+            observe: self.learning,
+            private_root: self.private_root && self.workspace_quota.is_some(),
+        }
     }
 }
 
@@ -175,13 +180,19 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     }
     let landlock = ruleset::restrict_filesystem_and_network(policy)?;
     rlimits::apply_limits(&policy.limits, address_space_now)?;
+    let private_root = workspace_quota.is_some() && policy.private_root;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {
         false
+    } else if filters.profile().private_root && !private_root {
+        // Built for a private root that best effort went without: the host's files are
+        // here, so by-path metadata calls and record locks must be refused after all.
+        let profile = SeccompProfile { private_root: false, ..filters.profile() };
+        SeccompFilters::build(profile)?.install(policy.violation_fd)?;
+        true
     } else {
         filters.install(policy.violation_fd)?;
         true
     };
-    let private_root = workspace_quota.is_some() && policy.private_root;
     Ok(Applied {
         namespaces: namespaces.into_iter().map(String::from).collect(),
         workspace_quota,

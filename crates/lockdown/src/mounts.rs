@@ -7,6 +7,13 @@
 //!   only what the policy names — the read-only trees bound read-only, the devices, the
 //!   executables, the workspace — so host paths outside the policy do not exist at all,
 //!   not even for `stat` (Landlock guards contents, not metadata).
+//! * The read-only trees and files are read-only overlays of the host's, not bind mounts:
+//!   an overlay has inodes of its own, so an `fcntl` record lock the sandbox takes on a
+//!   file it may read (fontconfig's cache, R's library files) lands on the overlay's
+//!   inode and never blocks a host program that wants a write lock (a bind mount shares
+//!   the host's inode, and its lock table). That is what lets the seccomp program allow
+//!   record locks with a private root (`SeccompProfile::private_root`); without one it
+//!   refuses them.
 
 use crate::errors::NamespaceError;
 use crate::policy::{Identity, Policy, WorkspaceQuota};
@@ -71,6 +78,13 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     let new_root = quota.path.clone();
     sys::mount_at(&c_path(&new_root)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=1m,mode=0755")
         .map_err(failed("tmpfs root"))?;
+    // An empty lower layer: an overlay without an upper layer needs two lower ones.
+    // Both helper directories go once every tree is in place.
+    let empty = new_root.join(EMPTY_LAYER);
+    let stage = new_root.join(STAGE);
+    for dir in [&empty, &stage] {
+        fs::create_dir(dir).map_err(failed(format!("mkdir {}", dir.display())))?;
+    }
     let mut entries: Vec<(&PathBuf, bool)> = Vec::new();
     entries.extend(policy.read_only.iter().map(|p| (p, true)));
     entries.extend(policy.executable.iter().map(|p| (p, true)));
@@ -89,6 +103,9 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     }
     for visible in &policy.visible_only {
         show_only(&new_root, visible)?;
+    }
+    for dir in [&empty, &stage] {
+        fs::remove_dir(dir).map_err(failed(format!("rmdir {}", dir.display())))?;
     }
     mount_workspace(&new_root, quota, owner)?;
     let old = new_root.join(".old-root");
@@ -125,8 +142,41 @@ fn show_only(root: &Path, visible: &crate::policy::VisibleOnly) -> Result<(), Na
         .map_err(failed(format!("remount {} read-only", visible.dir.display())))
 }
 
-/// Recreate `path` under `root`: a symlink as the same symlink, a directory or file as a
-/// bind mount (read-only when asked). Returns false for a path that does not exist.
+/// The empty directory under the new root that is every overlay's bottom layer.
+const EMPTY_LAYER: &str = ".rsandbox-empty-layer";
+/// Where a file's directory is overlaid before the file is bound into place.
+const STAGE: &str = ".rsandbox-stage";
+
+/// `path` as one layer of overlayfs's `lowerdir=` (`\`, `:` and `,` escaped).
+fn overlay_layer(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        if matches!(c, '\\' | ':' | ',') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Mount a read-only overlay of the host directory `source` at `target` (a new
+/// superblock with inodes of its own), keeping the mount flags the kernel locked on the
+/// source (noexec, nodev, nosuid in a user namespace).
+fn overlay(root: &Path, source: &Path, target: &Path) -> Result<(), NamespaceError> {
+    if source.to_str().is_none() {
+        return Err(failed(format!("overlay {}", source.display()))(io::Error::other("path is not UTF-8")));
+    }
+    let locked = sys::mount_flags(&c_path(source)?).map_err(failed(format!("statvfs {}", source.display())))?;
+    let options = format!("lowerdir={}:{}", overlay_layer(source), overlay_layer(&root.join(EMPTY_LAYER)));
+    let flags = locked | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+    sys::mount(Some("overlay"), &target.to_string_lossy(), Some("overlay"), flags, Some(&options))
+        .map_err(failed(format!("overlay {}", source.display())))
+}
+
+/// Recreate `path` under `root`: a symlink as the same symlink; a directory or file
+/// read-only as a read-only overlay (a file: its directory is overlaid on the stage and
+/// the file bound from there), read-write as a bind mount. Returns false for a path that
+/// does not exist.
 fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, NamespaceError> {
     let Ok(meta) = fs::symlink_metadata(path) else { return Ok(false) };
     let target = join(root, path);
@@ -144,13 +194,30 @@ fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, Namespac
         fs::write(&target, b"").map_err(failed(format!("create {}", target.display())))?;
     }
     let (source, dest) = (c_path(path)?, c_path(&target)?);
-    sys::bind_mount(&source, &dest).map_err(failed(format!("bind {}", path.display())))?;
-    if read_only {
-        // A remount must keep the flags the kernel locked on the original (nosuid,
-        // nodev, noexec in a user namespace), or it is refused.
-        let locked = sys::mount_flags(&dest).map_err(failed(format!("statvfs {}", target.display())))?;
-        sys::remount_bind(&dest, locked | libc::MS_RDONLY)
-            .map_err(failed(format!("remount {} read-only", path.display())))?;
+    // Devices stay bind mounts: the overlay is `nodev`, and nobody locks a device node.
+    if !read_only || !(meta.is_dir() || meta.is_file()) {
+        sys::bind_mount(&source, &dest).map_err(failed(format!("bind {}", path.display())))?;
+        if read_only {
+            // A remount must keep the flags the kernel locked on the original (nosuid,
+            // nodev, noexec in a user namespace), or it is refused.
+            let locked = sys::mount_flags(&dest).map_err(failed(format!("statvfs {}", target.display())))?;
+            sys::remount_bind(&dest, locked | libc::MS_RDONLY)
+                .map_err(failed(format!("remount {} read-only", path.display())))?;
+        }
+        return Ok(true);
     }
+    if meta.is_dir() {
+        overlay(root, path, &target)?;
+        return Ok(true);
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(failed(format!("overlay {}", path.display()))(io::Error::other("no parent directory")));
+    };
+    let stage = root.join(STAGE);
+    overlay(root, dir, &stage)?;
+    let bound = sys::bind_mount(&c_path(&stage.join(name))?, &dest).map_err(failed(format!("bind {}", path.display())));
+    // The bind keeps the overlay alive; the stage is free for the next file.
+    sys::umount_detach(&stage.to_string_lossy()).map_err(failed(format!("umount the stage of {}", path.display())))?;
+    bound?;
     Ok(true)
 }

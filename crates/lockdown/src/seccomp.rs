@@ -6,7 +6,9 @@
 //! |----------------|--------------------------------------------|----------------|
 //! | allowed        | ordinary calls                             | allow          |
 //! | socket creation| `socket`, `socketpair` (network off)       | `EACCES`       |
-//! | refused        | `setsid`, `setpgid`, by-path `chmod`/`utimes`, `prlimit`/`setpriority`/`sched_setaffinity`/`utimensat` on another target, `fcntl(F_SETPIPE_SZ)` | `EPERM` |
+//! | refused        | `setsid`, `setpgid`, `prlimit`/`setpriority`/`sched_setaffinity` on another target, `fcntl(F_SETPIPE_SZ)`, `fcntl(F_SETLEASE)`, `flock`, `memfd_create` | `EPERM` |
+//! | by path        | `chmod`, `fchmodat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path: allowed with a private root, else `EPERM` | allow / `EPERM` |
+//! | record locks   | `fcntl` `F_GETLK`/`F_SETLK`/`F_SETLKW` and the `F_OFD_` ones: allowed with a private root, else `ENOLCK` | allow / `ENOLCK` |
 //! | violation      | kernel attack surface, exec, `clone` with namespace flags or `CLONE_PARENT`, `TIOCSTI` | user notification (or `SIGSYS`) |
 //! | anything else  |                                            | `ENOSYS`       |
 //!
@@ -22,6 +24,15 @@
 //! signals in the child, which then dies silently with SIGSYS. The child closes its copy
 //! of the listener before any untrusted code runs: whoever holds it could let forbidden
 //! calls through (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
+//!
+//! With a private root ([`SeccompProfile::private_root`]) every host path the sandbox
+//! sees is absent, or on a read-only mount, or its own workspace, or a path the policy
+//! made writable: a by-path `chmod` or `utimes` can only reach what the sandbox may
+//! write anyway, and a record lock on a read-only file lands on the private overlay's
+//! inode (`mounts.rs`), never on the host's. Without a private root the host's files
+//! are there (Landlock guards contents, not metadata, and a lock is taken on a file
+//! opened for reading), so both are refused: packages then cannot set modes or times,
+//! and SQLite cannot lock (`ENOLCK`).
 //!
 //! One program instead of four stacked filters: the kernel runs each installed filter
 //! on every call and compiles each at install; here one binary tree runs and one
@@ -47,15 +58,17 @@ pub enum Treatment {
     SocketCreate,
     /// Acts on a socket's address (connect, bind, ...): allowed only with network on.
     SocketAddress,
-    /// Refused with `EPERM`: leaving the process group (`setsid`, `setpgid`), and
-    /// changing file metadata by path (`chmod`, `utimes`, ...). Landlock does not cover
-    /// metadata, and a sandbox started by an ordinary user shares that user's uid, so
-    /// by-path metadata calls could reach the user's own files. Also `memfd_create`
+    /// Refused with `EPERM`: leaving the process group (`setsid`, `setpgid`). Also `memfd_create`
     /// (memory no address-space limit counts, and an executable no Landlock rule
     /// covers; R does not use it) and `flock` (a lock on a shared read-only file is a
     /// channel between sandboxes and can block a host process; R does not use it,
     /// and SQLite's `fcntl` locks still work).
     Refused,
+    /// Changes file metadata by path (`chmod`, `utimes`, ...): allowed with a private
+    /// root, else refused with `EPERM`. Landlock does not cover metadata, and a sandbox
+    /// started by an ordinary user shares that user's uid, so without a private root
+    /// these calls could reach the user's own files.
+    ByPath,
     /// Kernel attack surface: a violation that ends the sandbox.
     Violation,
     /// Makes a process or a thread (`clone`, `fork`, `vfork`): allowed, except `clone`
@@ -100,8 +113,8 @@ table! {
     SYS_mkdir => Allow, SYS_mkdirat => Allow, SYS_rmdir => Allow, SYS_link => Allow,
     SYS_linkat => Allow, SYS_unlink => Allow, SYS_unlinkat => Allow, SYS_symlink => Allow,
     SYS_symlinkat => Allow, SYS_readlink => Allow, SYS_readlinkat => Allow,
-    SYS_chmod => Refused, SYS_fchmod => Allow, SYS_fchmodat => Refused, SYS_umask => Allow,
-    SYS_utime => Refused, SYS_utimes => Refused, SYS_utimensat => Allow, SYS_futimesat => Refused,
+    SYS_chmod => ByPath, SYS_fchmod => Allow, SYS_fchmodat => ByPath, SYS_umask => Allow,
+    SYS_utime => ByPath, SYS_utimes => ByPath, SYS_utimensat => Allow, SYS_futimesat => ByPath,
     SYS_getxattr => Allow, SYS_lgetxattr => Allow, SYS_fgetxattr => Allow,
     SYS_listxattr => Allow, SYS_llistxattr => Allow, SYS_flistxattr => Allow,
     SYS_dup => Allow, SYS_dup2 => Allow, SYS_dup3 => Allow, SYS_pipe => Allow,
@@ -257,12 +270,28 @@ pub struct SeccompProfile {
     /// Learning mode: the allowed file calls of [`crate::observe`] are reported too
     /// (with a listener; without one they are simply allowed).
     pub observe: bool,
+    /// The sandbox lives in a private root (`mounts.rs`): by-path metadata calls and
+    /// `fcntl` record locks are allowed. [`crate::apply`] installs the program without
+    /// them when the private root could not be made.
+    pub private_root: bool,
 }
+
+/// `fcntl` commands that take, drop or test a record lock (POSIX and open file
+/// description locks). On a host file a read lock blocks host writers.
+const LOCK_COMMANDS: [libc::c_int; 6] =
+    [libc::F_GETLK, libc::F_SETLK, libc::F_SETLKW, libc::F_OFD_GETLK, libc::F_OFD_SETLK, libc::F_OFD_SETLKW];
+
+/// `fcntl` commands refused everywhere: a bigger pipe than the memory accounting counts
+/// (`F_SETPIPE_SZ`), and a lease (`F_SETLEASE`), which makes a host program that opens
+/// the file wait for the sandbox (up to `lease-break-time`) on any file the sandbox's
+/// uid owns.
+const REFUSED_FCNTL: [libc::c_int; 2] = [libc::F_SETPIPE_SZ, libc::F_SETLEASE];
 
 /// The compiled program, built once (in the zygote) and installed in each child: one
 /// variant answering violations with a user notification, one with `SIGSYS`.
 #[derive(Clone, Debug)]
 pub struct SeccompFilters {
+    profile: SeccompProfile,
     notify: Vec<Insn>,
     trap: Vec<Insn>,
 }
@@ -290,6 +319,8 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
             // Not listed: ENOSYS, like any call the table does not name.
             SocketAddress => continue,
             Refused => errno(libc::EPERM),
+            ByPath if profile.private_root => Decision::Return(RET_ALLOW),
+            ByPath => errno(libc::EPERM),
             Fork => Decision::Return(RET_ALLOW),
         };
         rules.push((*nr as u32, decision));
@@ -304,8 +335,11 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     let mut ioctls: Vec<Case> = FORBIDDEN_IOCTLS.iter().map(|r| Case::exact(*r as u32, Answer::Violation)).collect();
     ioctls.extend(SOCKET_IOCTL_BLOCKS.iter().map(|block| Case { value: *block, bits: 24, answer: eperm }));
     set(&mut rules, libc::SYS_ioctl, Decision::Switch { arg: 1, cases: ioctls, otherwise: allow });
-    // A pipe stays at its 64 KiB the memory accounting counts: no growing it.
-    let fcntl = vec![Case::exact(libc::F_SETPIPE_SZ as u32, eperm)];
+    let mut fcntl: Vec<Case> = REFUSED_FCNTL.iter().map(|c| Case::exact(*c as u32, eperm)).collect();
+    if !profile.private_root {
+        let enolck = Answer::Return(bpf::ret_errno(libc::ENOLCK));
+        fcntl.extend(LOCK_COMMANDS.iter().map(|c| Case::exact(*c as u32, enolck)));
+    }
     set(&mut rules, libc::SYS_fcntl, Decision::Switch { arg: 1, cases: fcntl, otherwise: allow });
     let mut prctl: Vec<Case> = PRCTL_ALLOWED.iter().map(|o| Case::exact(*o as u32, allow)).collect();
     prctl.extend(PRCTL_VIOLATIONS.iter().map(|o| Case::exact(*o as u32, Answer::Violation)));
@@ -320,12 +354,13 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     // own programs) is out of Landlock's reach for these. `utimensat` with a path is the
     // by-path form; with NULL it is `futimens` on an open fd. All 64 bits compared:
     // garbage in the upper half can only make a call refused.
-    for (nr, args) in [
-        (libc::SYS_prlimit64, vec![0]),
-        (libc::SYS_sched_setaffinity, vec![0]),
-        (libc::SYS_setpriority, vec![0, 1]),
-        (libc::SYS_utimensat, vec![1]),
-    ] {
+    // With a private root the by-path form is allowed, as `utimes` is.
+    let by_path_utimensat = (!profile.private_root).then_some((libc::SYS_utimensat, vec![1]));
+    for (nr, args) in
+        [(libc::SYS_prlimit64, vec![0]), (libc::SYS_sched_setaffinity, vec![0]), (libc::SYS_setpriority, vec![0, 1])]
+            .into_iter()
+            .chain(by_path_utimensat)
+    {
         set(&mut rules, nr, Decision::ErrnoIfNonZero { args, errno: libc::EPERM });
     }
     if profile.observe {
@@ -353,7 +388,12 @@ impl SeccompFilters {
             bpf::build(&decisions(profile, violation), bpf::ret_errno(libc::ENOSYS), violation)
                 .map_err(PolicyError::Seccomp)
         };
-        Ok(SeccompFilters { notify: build(RET_USER_NOTIF)?, trap: build(RET_TRAP)? })
+        Ok(SeccompFilters { profile, notify: build(RET_USER_NOTIF)?, trap: build(RET_TRAP)? })
+    }
+
+    /// The profile the program was built for.
+    pub fn profile(&self) -> SeccompProfile {
+        self.profile
     }
 
     /// Number of BPF instructions of the program (for tests and `check`).
@@ -508,7 +548,11 @@ mod tests {
             libc::SYS_setsockopt if !profile.network && FILTER_SOCKOPTS.contains(&low(2)) => return eperm,
             libc::SYS_prlimit64 | libc::SYS_sched_setaffinity => return refuse_unless_zero(&[0]),
             libc::SYS_setpriority => return refuse_unless_zero(&[0, 1]),
-            libc::SYS_utimensat => return refuse_unless_zero(&[1]),
+            libc::SYS_utimensat if !profile.private_root => return refuse_unless_zero(&[1]),
+            libc::SYS_fcntl if REFUSED_FCNTL.iter().any(|c| *c as u32 == low(1)) => return eperm,
+            libc::SYS_fcntl if !profile.private_root && LOCK_COMMANDS.iter().any(|c| *c as u32 == low(1)) => {
+                return bpf::ret_errno(libc::ENOLCK)
+            }
             _ => {}
         }
         // Learning reports the file calls the program allows (only with a listener).
@@ -543,8 +587,20 @@ mod tests {
                 }
             }
             Some(Refused) => eperm,
+            Some(ByPath) if profile.private_root => allowed,
+            Some(ByPath) => eperm,
             Some(Fork) => RET_ALLOW,
         }
+    }
+
+    /// Every profile: each combination of the four switches.
+    fn all_profiles() -> impl Iterator<Item = SeccompProfile> {
+        (0..16).map(|i| SeccompProfile {
+            exec: i & 1 != 0,
+            network: i & 2 != 0,
+            observe: i & 4 != 0,
+            private_root: i & 8 != 0,
+        })
     }
 
     /// Argument vectors worth trying: zeros, the values the rules name, each with
@@ -567,6 +623,14 @@ mod tests {
             22,
             35,
             4,
+            5,
+            6,
+            7,
+            36,
+            37,
+            38,
+            1024,
+            1031,
             0x5356_4d41,
             0x5961_6d61,
             17,
@@ -603,8 +667,7 @@ mod tests {
     #[test]
     fn the_program_gives_every_number_its_treatment() {
         let samples = argument_samples();
-        for (exec, network, observe) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
-            let profile = SeccompProfile { exec, network, observe };
+        for profile in all_profiles() {
             let f = SeccompFilters::build(profile).unwrap();
             for (program, violation) in [(&f.notify, RET_USER_NOTIF), (&f.trap, RET_TRAP)] {
                 for nr in 0..1024u32 {
@@ -634,8 +697,7 @@ mod tests {
     fn the_program_answers_as_libseccomps_did() {
         let samples = argument_samples();
         let enosys = bpf::ret_errno(libc::ENOSYS);
-        for (exec, network, observe) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
-            let profile = SeccompProfile { exec, network, observe };
+        for profile in all_profiles() {
             for violation in [RET_USER_NOTIF, RET_TRAP] {
                 let rules = decisions(profile, violation);
                 let ours = bpf::build(&rules, enosys, violation).unwrap();
@@ -655,7 +717,9 @@ mod tests {
 
     #[test]
     fn argument_rules_follow_the_table() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
+                .unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
@@ -708,8 +772,35 @@ mod tests {
     }
 
     #[test]
+    fn a_private_root_allows_by_path_metadata_and_record_locks() {
+        let without = SeccompProfile { exec: false, network: false, observe: false, private_root: false };
+        let with = SeccompProfile { private_root: true, ..without };
+        let (eperm, enolck) = (bpf::ret_errno(libc::EPERM), bpf::ret_errno(libc::ENOLCK));
+        for (profile, metadata, locks) in [(without, eperm, enolck), (with, RET_ALLOW, RET_ALLOW)] {
+            let f = SeccompFilters::build(profile).unwrap();
+            assert_eq!(f.profile(), profile);
+            let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
+            for nr in [libc::SYS_chmod, libc::SYS_fchmodat, libc::SYS_utime, libc::SYS_utimes, libc::SYS_futimesat] {
+                assert_eq!(run(nr, [1, 0o600, 0, 0, 0, 0]), metadata, "{:?} under {profile:?}", syscall_name(nr));
+            }
+            assert_eq!(run(libc::SYS_utimensat, [3, 0x7fff_0000, 0, 0, 0, 0]), metadata, "by path");
+            assert_eq!(run(libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), RET_ALLOW, "futimens");
+            assert_eq!(run(libc::SYS_fchmod, [3, 0o600, 0, 0, 0, 0]), RET_ALLOW);
+            for cmd in LOCK_COMMANDS {
+                assert_eq!(run(libc::SYS_fcntl, [3, cmd as u64, 0, 0, 0, 0]), locks, "fcntl {cmd} under {profile:?}");
+            }
+            for cmd in REFUSED_FCNTL {
+                assert_eq!(run(libc::SYS_fcntl, [3, cmd as u64, 0, 0, 0, 0]), eperm, "fcntl {cmd} everywhere");
+            }
+            assert_eq!(run(libc::SYS_fcntl, [3, libc::F_GETFL as u64, 0, 0, 0, 0]), RET_ALLOW);
+        }
+    }
+
+    #[test]
     fn learning_reports_allowed_file_calls_and_keeps_violations() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true, private_root: false })
+                .unwrap();
         let run = |nr: libc::c_long| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         let trap = |nr: libc::c_long| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         for nr in [libc::SYS_openat, libc::SYS_open, libc::SYS_mkdir, libc::SYS_creat] {
@@ -725,7 +816,9 @@ mod tests {
 
     #[test]
     fn one_short_program() {
-        let f = SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap();
+        let f =
+            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
+                .unwrap();
         assert!(f.instruction_count() > 100 && f.instruction_count() < 1200, "{}", f.instruction_count());
     }
 }

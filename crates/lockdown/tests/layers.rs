@@ -474,7 +474,7 @@ fn deny_one_unshare(listener: RawFd, pid: libc::pid_t) {
 }
 
 fn closed_filters() -> SeccompFilters {
-    SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false }).unwrap()
+    SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false }).unwrap()
 }
 
 fn this_pid() -> libc::pid_t {
@@ -1071,7 +1071,9 @@ fn seccomp_kills_tiocsti(caller: Caller) {
 /// With `exec` the allowlist is enough for a dynamically linked program to start and
 /// run: /bin/false's own exit status comes back.
 fn seccomp_exec_profile_runs_a_program(caller: Caller) {
-    let filters = SeccompFilters::build(SeccompProfile { exec: true, network: false, observe: false }).unwrap();
+    let filters =
+        SeccompFilters::build(SeccompProfile { exec: true, network: false, observe: false, private_root: false })
+            .unwrap();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
         let argv = [c"/bin/false".as_ptr(), std::ptr::null()];
@@ -1084,7 +1086,9 @@ fn seccomp_exec_profile_runs_a_program(caller: Caller) {
 
 /// With `network` sockets are created and connected.
 fn seccomp_network_profile_allows_sockets(caller: Caller) {
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false }).unwrap();
+    let filters =
+        SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false, private_root: false })
+            .unwrap();
     let (_listener, addr) = tcp_listener();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
@@ -1327,7 +1331,7 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
     use libseccomp::ScmpAction;
     for exec in [false, true] {
         for network in [false, true] {
-            let profile = SeccompProfile { exec, network, observe: false };
+            let profile = SeccompProfile { exec, network, observe: false, private_root: false };
             let (errnos, hidden) = sweep(caller, profile, ScmpAction::Errno(CAUGHT));
             assert_eq!(hidden, Vec::<i64>::new(), "ERRNO outranks USER_NOTIF: no report expected");
             let (traced, reported) = sweep(caller, profile, ScmpAction::Trace(0));
@@ -1361,7 +1365,8 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                             libc::ENOSYS
                         }
                     }
-                    Some(seccomp::Treatment::Refused) => libc::EPERM,
+                    // Swept without a private root: refused.
+                    Some(seccomp::Treatment::Refused | seccomp::Treatment::ByPath) => libc::EPERM,
                     // Swept with zero flags: an ordinary fork, allowed and not reported.
                     Some(seccomp::Treatment::Fork) => CAUGHT,
                 };
@@ -1395,6 +1400,8 @@ both_callers!(
     apply_full_policy,
     apply_workspace_quota,
     apply_private_root,
+    apply_private_root_keeps_record_locks_private,
+    apply_without_private_root_refuses_record_locks_and_by_path_metadata,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
     apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing,
@@ -1543,6 +1550,145 @@ fn apply_private_root(caller: Caller) {
         io_ok("write /dev/null", null.and_then(|mut f| f.write_all(b"x")))?;
         // The read-only bind answers before Landlock does.
         expect_io_errno("write /usr (read-only bind)", fs::write("/usr/lockdown-layers", "x"), libc::EROFS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// `fcntl(fd, cmd, {l_type, whole file})`.
+fn record_lock(fd: RawFd, cmd: libc::c_int, l_type: libc::c_int) -> io::Result<libc::flock> {
+    let mut lock =
+        libc::flock { l_type: l_type as i16, l_whence: libc::SEEK_SET as i16, l_start: 0, l_len: 0, l_pid: 0 };
+    match unsafe { libc::fcntl(fd, cmd, &mut lock) } {
+        -1 => Err(io::Error::last_os_error()),
+        _ => Ok(lock),
+    }
+}
+
+/// A host directory of root's, readable by everyone, with one file; removed on drop.
+struct HostTree(PathBuf);
+
+impl HostTree {
+    fn new() -> HostTree {
+        let dir = PathBuf::from("/tmp").join(unique_name("lockdown-locks"));
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("shared"), "a file host programs lock for writing\n").unwrap();
+        for (path, mode) in [(dir.clone(), 0o755), (dir.join("shared"), 0o644)] {
+            fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+        }
+        HostTree(dir)
+    }
+}
+
+impl Drop for HostTree {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A read lock the sandbox takes on a host file it may read (a tree, and a single file,
+/// POSIX and open-file-description locks) lands on the private root's own inode: a host
+/// writer's lock on the same file is granted while the sandbox holds it. In its
+/// workspace, locks work as SQLite needs them: a write lock conflicts with another open
+/// file description's, `F_OFD_GETLK` reports it, and unlocking frees it.
+fn apply_private_root_keeps_record_locks_private(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let (tree, single) = (HostTree::new(), HostTree::new());
+    let mut policy = realistic_policy(caller, &ws);
+    policy.workspace_quota = Some(lockdown::WorkspaceQuota { path: ws.root.clone(), bytes: 4 * MIB });
+    policy.private_root = true;
+    policy.read_only.extend([tree.0.clone(), single.0.join("shared")]);
+    policy.keep_fds_below = 4;
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (host, sandbox_end) = UnixStream::pair().unwrap();
+    let sync_fd = sandbox_end.as_raw_fd();
+    let (tree_file, single_file, root) = (tree.0.join("shared"), single.0.join("shared"), ws.root.clone());
+    let child = spawn(caller, move || {
+        expect_ok("dup2 to 3", unsafe { libc::dup2(sync_fd, 3) }.into())?;
+        check_eq("private_root reported", apply(&policy, &filters, parent)?.private_root, true)?;
+        let posix = io_ok("open the tree's file", fs::File::open(&tree_file))?;
+        io_ok("F_SETLK F_RDLCK on the tree's file", record_lock(posix.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK))?;
+        let ofd = io_ok("open the single file", fs::File::open(&single_file))?;
+        let held = record_lock(ofd.as_raw_fd(), libc::F_OFD_SETLKW, libc::F_RDLCK);
+        io_ok("F_OFD_SETLKW F_RDLCK on the single file", held)?;
+        // Holding both: the host tries its write locks now.
+        let mut sync = unsafe { <UnixStream as std::os::fd::FromRawFd>::from_raw_fd(3) };
+        io_ok("tell the host", sync.write_all(b"L"))?;
+        let mut answer = [0u8; 1];
+        io_ok("wait for the host", std::io::Read::read_exact(&mut sync, &mut answer))?;
+        check_eq("the host's write locks", answer[0], b'G')?;
+        // SQLite in the workspace.
+        let db = root.join("db");
+        io_ok("create the database", fs::write(&db, "pages"))?;
+        let open = || fs::OpenOptions::new().read(true).write(true).open(&db);
+        let (one, two) = (io_ok("open one", open())?, io_ok("open two", open())?);
+        io_ok("write lock", record_lock(one.as_raw_fd(), libc::F_OFD_SETLK, libc::F_WRLCK))?;
+        let busy = record_lock(two.as_raw_fd(), libc::F_OFD_SETLK, libc::F_RDLCK);
+        check_eq(
+            "a second reader while it is held",
+            busy.map(drop).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EAGAIN)),
+        )?;
+        let seen = io_ok("F_OFD_GETLK", record_lock(two.as_raw_fd(), libc::F_OFD_GETLK, libc::F_RDLCK))?;
+        check_eq("the lock F_OFD_GETLK reports", seen.l_type, libc::F_WRLCK as i16)?;
+        io_ok("unlock", record_lock(one.as_raw_fd(), libc::F_OFD_SETLK, libc::F_UNLCK))?;
+        io_ok("the second reader after the unlock", record_lock(two.as_raw_fd(), libc::F_OFD_SETLK, libc::F_RDLCK))?;
+        io_ok("a POSIX read lock beside it", record_lock(one.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK)).map(drop)
+    });
+    drop(sandbox_end);
+    let mut host = host;
+    let mut ready = [0u8; 1];
+    let told = std::io::Read::read_exact(&mut host, &mut ready);
+    let mut granted = Vec::new();
+    if told.is_ok() {
+        for file in [tree.0.join("shared"), single.0.join("shared")] {
+            for cmd in [libc::F_OFD_SETLK, libc::F_SETLK] {
+                // A fresh open file each time, closed after: the host's own locks go with it.
+                let writer = fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+                granted.push((
+                    file.clone(),
+                    cmd,
+                    record_lock(writer.as_raw_fd(), cmd, libc::F_WRLCK).map(drop).map_err(|e| e.to_string()),
+                ));
+            }
+        }
+        let all = granted.iter().all(|(_, _, r)| r.is_ok());
+        host.write_all(if all { b"G" } else { b"B" }).unwrap();
+    }
+    let outcome = child.wait();
+    assert!(told.is_ok(), "the sandbox never held its locks: {outcome:?}");
+    assert!(
+        granted.iter().all(|(_, _, r)| r.is_ok()),
+        "host write locks refused while the sandbox read-locks: {granted:?}"
+    );
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// Without a private root the host's own inodes are the sandbox's: record locks are
+/// refused (`ENOLCK`), and so are by-path `chmod` and `utimensat` (`EPERM`), even in the
+/// workspace; the fd forms still work.
+fn apply_without_private_root_refuses_record_locks_and_by_path_metadata(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let tree = HostTree::new();
+    let mut policy = realistic_policy(caller, &ws);
+    policy.read_only.push(tree.0.clone());
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (tree_file, mine) = (tree.0.join("shared"), ws.rw().join("mine"));
+    let outcome = run(caller, move || {
+        check_eq("private_root reported", apply(&policy, &filters, parent)?.private_root, false)?;
+        let host = io_ok("open the tree's file", fs::File::open(&tree_file))?;
+        for cmd in [libc::F_SETLK, libc::F_OFD_SETLK, libc::F_GETLK] {
+            let got = record_lock(host.as_raw_fd(), cmd, libc::F_RDLCK).map(drop);
+            expect_io_errno(&format!("fcntl {cmd} on a host file"), got, libc::ENOLCK)?;
+        }
+        io_ok("create a file", fs::write(&mine, "x"))?;
+        let path = std::ffi::CString::new(mine.as_os_str().as_encoded_bytes()).unwrap();
+        expect_errno("chmod", unsafe { libc::chmod(path.as_ptr(), 0o600) }.into(), libc::EPERM)?;
+        let now = unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), std::ptr::null(), 0) };
+        expect_errno("utimensat by path", now.into(), libc::EPERM)?;
+        let file = io_ok("open it", fs::File::open(&mine))?;
+        expect_ok("fchmod", unsafe { libc::fchmod(file.as_raw_fd(), 0o600) }.into()).map(drop)
     });
     assert_eq!(outcome, Outcome::Passed);
 }

@@ -1349,6 +1349,85 @@ void probe_flock(char **sarg, int *iarg, int *res) {
     *res = outcome("flock(LOCK_EX)", flock(fd, LOCK_EX | LOCK_NB));
 }
 
+static long record_lock(int fd, int cmd, short type, off_t start) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = 1;
+    return fcntl(fd, cmd, &fl);
+}
+
+void probe_record_lock(char **sarg, int *iarg, int *res) {
+    (void)iarg;
+    /* A read lock (POSIX, then open file description) on a file the host reads too and
+       on which the runner holds a write lock: a lock that lands on the host's inode
+       meets it (EAGAIN), as a host writer would meet the sandbox's read lock. res 0:
+       it did (the attack works); -1: both granted, on an inode of the sandbox's own;
+       else the errno that refused the lock. */
+    int fd = open(sarg[0], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { *res = outcome("open", fd); return; }
+    int posix = outcome("fcntl(F_SETLK, F_RDLCK)", record_lock(fd, F_SETLK, F_RDLCK, 0));
+    int ofd = outcome("fcntl(F_OFD_SETLK, F_RDLCK)", record_lock(fd, F_OFD_SETLK, F_RDLCK, 0));
+    close(fd);
+    if (posix == EAGAIN || ofd == EAGAIN) *res = 0;
+    else if (posix == 0 && ofd == 0) *res = -1;
+    else *res = posix ? posix : ofd;
+}
+
+/* Wait for a child; 0 when it exited 0. */
+static int child_ok(pid_t pid) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+void probe_workspace_locks(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* Locking as SQLite does it, in a file of the workspace: a POSIX write lock that
+       another process meets (F_SETLK fails with EAGAIN, F_GETLK names the holder) and
+       that unlocking frees, a blocking lock (F_SETLKW) on a free byte, and open file
+       description locks that conflict between two opens of the file. res 0 when every
+       step behaved so, else the number of the first step that did not. */
+    int one = open("locks.db", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int two = open("locks.db", O_RDWR | O_CLOEXEC);
+    *res = 1;
+    if (one < 0 || two < 0) { outcome("open locks.db", -1); return; }
+    *res = 2;
+    if (outcome("F_SETLK F_WRLCK", record_lock(one, F_SETLK, F_WRLCK, 0)) != 0) return;
+    pid_t owner = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct flock fl;
+        memset(&fl, 0, sizeof fl);
+        fl.l_type = F_RDLCK; fl.l_whence = SEEK_SET; fl.l_start = 0; fl.l_len = 1;
+        int busy = record_lock(one, F_SETLK, F_RDLCK, 0) == -1 && errno == EAGAIN;
+        int seen = fcntl(one, F_GETLK, &fl) == 0 && fl.l_type == F_WRLCK && fl.l_pid == owner;
+        int free_byte = record_lock(one, F_SETLKW, F_RDLCK, 1) == 0;
+        _exit(busy && seen && free_byte ? 0 : 1);
+    }
+    *res = 3;
+    if (pid < 0 || !child_ok(pid)) { say("probe workspace_locks: the other process did not meet the lock"); return; }
+    *res = 4;
+    if (outcome("F_SETLK F_UNLCK", record_lock(one, F_SETLK, F_UNLCK, 0)) != 0) return;
+    pid = fork();
+    if (pid == 0) _exit(record_lock(one, F_SETLK, F_RDLCK, 0) == 0 ? 0 : 1);
+    *res = 5;
+    if (pid < 0 || !child_ok(pid)) { say("probe workspace_locks: the lock was not freed"); return; }
+    *res = 6;
+    if (outcome("F_OFD_SETLK F_WRLCK", record_lock(one, F_OFD_SETLK, F_WRLCK, 2)) != 0) return;
+    *res = 7;
+    if (record_lock(two, F_OFD_SETLK, F_RDLCK, 2) != -1 || errno != EAGAIN) {
+        say("probe workspace_locks: a second open file description was not refused");
+        return;
+    }
+    *res = 0;
+    say("probe workspace_locks: every step as SQLite needs it");
+    close(one);
+    close(two);
+}
+
 void probe_pipe_grow(char **sarg, int *iarg, int *res) {
     (void)sarg; (void)iarg;
     /* A 1 MiB pipe where the memory accounting assumes 64 KiB per pipe: kernel memory

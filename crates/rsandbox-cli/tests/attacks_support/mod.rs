@@ -18,6 +18,7 @@ use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -66,7 +67,7 @@ const LINGER: Duration = Duration::from_secs(2);
 const VICTIM_SLEEPERS: usize = 21;
 
 /// What a case may go after (`# targets:`).
-pub const TARGETS: [&str; 29] = [
+pub const TARGETS: [&str; 30] = [
     "none",
     "secret:home",
     "secret:ssh",
@@ -93,13 +94,14 @@ pub const TARGETS: [&str; 29] = [
     "file:r-profile-site",
     "file:zygote",
     "proc:sleeper",
+    "lock:r-library",
     "proc:victim",
     "proc:parent",
     "host:resources",
 ];
 
 /// Placeholders and the target a case must declare to use each (None: no target).
-pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
+pub const PLACEHOLDERS: [(&str, Option<&str>); 35] = [
     ("HOME", None),
     ("OUTPUT_DIR", None),
     ("PROBE_HEX", None),
@@ -134,9 +136,10 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 34] = [
     ("RPROFILE_SITE", Some("file:r-profile-site")),
     ("ZYGOTE_PATH", Some("file:zygote")),
     ("SLEEPER_PID", Some("proc:sleeper")),
+    ("LOCKED_R_FILE", Some("lock:r-library")),
 ];
 
-const KEYS: [&str; 25] = [
+const KEYS: [&str; 26] = [
     "category",
     "summary",
     "args",
@@ -159,6 +162,7 @@ const KEYS: [&str; 25] = [
     "calibrate-pidns",
     "container-expect",
     "container-loses",
+    "no-private-root-expect",
     "compile-expect",
     "functions",
     "nolandlock-loses",
@@ -198,8 +202,13 @@ pub enum ContainerRule {
 /// applies where an environment filter refuses first: the emulated containers, and
 /// (for the user-namespace calls it refuses, beside the host's outcome) the row without
 /// user namespaces; in a chroot nothing refuses first. `container-loses` applies to
-/// every row without namespaces.
+/// every row without namespaces. `no-private-root-expect` says what the lack of a private
+/// root changes (by-path metadata calls and record locks are refused there), so it
+/// applies to every row without namespaces, before the rules above.
 fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
+    if let Some(rule) = case.no_private_root.as_ref().filter(|_| !mode.private_root()) {
+        return Some(rule.clone());
+    }
     match (mode, &case.container) {
         (Mode::NoLandlockRoot, _) => case.no_landlock.clone(),
         (Mode::CompileProfileRoot, _) => case.compile.clone(),
@@ -249,6 +258,8 @@ pub struct Case {
     pub cal_pidns: bool,
     /// What the namespace-less container rows expect instead, when they differ.
     pub container: Option<ContainerRule>,
+    /// What the rows without a private root (no namespaces) expect instead.
+    pub no_private_root: Option<ContainerRule>,
     /// What the row without Landlock cannot hold, and why.
     pub no_landlock: Option<ContainerRule>,
     /// The outcome under the `compile` profile, where programs may run: present on the
@@ -588,6 +599,9 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_net,
         cal_pidns,
         container,
+        no_private_root: one("no-private-root-expect")
+            .map(|v| expect_rule("no-private-root-expect", &v))
+            .transpose()?,
         no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
         compile,
         functions,
@@ -1245,6 +1259,11 @@ impl Mode {
     pub fn container(self) -> bool {
         matches!(self, Mode::ContainerRoot | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::ChrootRoot)
     }
+    /// The sandboxes get a private root (they have a mount namespace): every row with
+    /// namespaces.
+    pub fn private_root(self) -> bool {
+        !self.container()
+    }
     /// Options the mode adds to every `rsandbox run`.
     pub fn cli_flags(self) -> &'static [&'static str] {
         match self {
@@ -1678,6 +1697,28 @@ struct CaseHost {
     sleeper: Option<Child>,
     sleeper_before: String,
     placeholders: HashMap<&'static str, String>,
+    /// `lock:r-library`: the open file through which the runner holds a write lock on a
+    /// file of R's library for the whole case (closing it releases the lock).
+    _host_lock: Option<fs::File>,
+}
+
+/// A file of R's own library every sandbox may read: `R RHOME`/library/base/DESCRIPTION.
+fn r_library_file() -> PathBuf {
+    let out = Command::new("R").arg("RHOME").output().expect("run R RHOME");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("library/base/DESCRIPTION")
+}
+
+/// Hold a write lock (open file description lock, whole file) on `path` until the
+/// returned file is closed, as a host program updating the file would. A read lock a
+/// sandbox takes on the same inode conflicts with it (`EAGAIN`), exactly as the host
+/// writer would conflict with the sandbox's lock.
+fn hold_write_lock(path: &Path) -> fs::File {
+    let file = fs::OpenOptions::new().read(true).write(true).open(path).expect("open the file to lock");
+    let mut lock = libc::flock { l_type: libc::F_WRLCK as i16, l_whence: 0, l_start: 0, l_len: 0, l_pid: 0 };
+    // SAFETY: a valid fd and flock for the duration of the call.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &mut lock) };
+    assert_eq!(rc, 0, "lock {}: {}", path.display(), std::io::Error::last_os_error());
+    file
 }
 
 /// What another process of the host looks like from outside: alive, nice value, CPUs,
@@ -1810,7 +1851,23 @@ impl CaseHost {
         if let Some(sl) = &sleeper {
             ph.insert("SLEEPER_PID", sl.id().to_string());
         }
-        CaseHost { idx, stem, listeners, dns_label, targets, before, sleeper, sleeper_before, placeholders: ph }
+        let host_lock = case.targets.contains("lock:r-library").then(|| {
+            let path = r_library_file();
+            ph.insert("LOCKED_R_FILE", show(&path));
+            hold_write_lock(&path)
+        });
+        CaseHost {
+            idx,
+            stem,
+            listeners,
+            dns_label,
+            targets,
+            before,
+            sleeper,
+            sleeper_before,
+            placeholders: ph,
+            _host_lock: host_lock,
+        }
     }
 
     fn substitute(&self, text: &str) -> String {

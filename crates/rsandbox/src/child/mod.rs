@@ -17,7 +17,7 @@ mod tool_bridge;
 mod violations;
 
 pub use interrupt::Interrupter;
-pub use outcome::signal_name;
+pub use outcome::{compose_observed, signal_name, SupervisorView};
 pub use tool_bridge::ToolEvent;
 
 use crate::errors::{EngineError, RefusedLayer};

@@ -110,7 +110,9 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         syscall: nr.and_then(lockdown::seccomp::syscall_name).unwrap_or("unknown").to_string(),
         number: nr,
     };
-    let cpu_exhausted = o.cpu_limit.is_some_and(|limit| result.usage.cpu_ms >= limit * 1000);
+    // Saturating: `--cpu` may be any number up to the hard limit (often unlimited), and
+    // in milliseconds it overflowed (found by the `outcome` fuzz target).
+    let cpu_exhausted = o.cpu_limit.is_some_and(|limit| result.usage.cpu_ms >= limit.saturating_mul(1000));
     // Order matters: what the supervisor saw first (a violation report, its own kill)
     // explains the death better than the signal that followed.
     result.outcome = match (o.violation, o.killed.clone()) {
@@ -178,6 +180,56 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
     result
 }
 
+/// What the supervisor saw of a request, for the fuzz target (`fuzz/fuzz_targets/
+/// outcome.rs`), which feeds [`compose_observed`] arbitrary child reports.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct SupervisorView {
+    /// Its kill: 0 timeout, 1 output limit, 2 violation, 3 protocol, 4 reporter lost,
+    /// 5 interrupt timeout, 6 CPU limit, 7 memory limit; anything else none.
+    pub kill: Option<u8>,
+    /// (code, signal, cpu_ms, max_rss_kb), as the zygote reports an exit.
+    pub exit: Option<(Option<i32>, Option<i32>, u64, u64)>,
+    pub violation: Option<i64>,
+    pub protocol_error: Option<String>,
+    pub cpu_limit: Option<u64>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// [`compose`] over a child's report (anything the child may send) and the supervisor's
+/// own view: the whole path from what a child says to the result a client gets.
+#[doc(hidden)]
+pub fn compose_observed(report: Option<ChildReport>, view: SupervisorView) -> EvalResult {
+    let killed = view.kill.and_then(|k| {
+        Some(match k {
+            0 => KillReason::Timeout,
+            1 => KillReason::OutputLimit,
+            2 => KillReason::Violation,
+            3 => KillReason::Protocol,
+            4 => KillReason::ReporterLost("fuzzed".into()),
+            5 => KillReason::InterruptTimeout,
+            6 => KillReason::CpuLimit,
+            7 => KillReason::MemoryLimit,
+            _ => return None,
+        })
+    });
+    let exit = view.exit.map(|(code, signal, cpu_ms, max_rss_kb)| Exit { code, signal, cpu_ms, max_rss_kb });
+    compose(Observed {
+        killed,
+        evaluated: report,
+        exit: exit.as_ref(),
+        stdout: view.stdout,
+        stderr: view.stderr,
+        violation: view.violation,
+        protocol_error: view.protocol_error,
+        wall_ms: 1,
+        cpu_limit: view.cpu_limit,
+        timed_out: view.timed_out,
+    })
+}
+
 fn apply_r_result(result: &mut EvalResult, r: &serde_json::Value) {
     result.outcome = match r["status"].as_str() {
         Some("ok") => Outcome::Ok,
@@ -241,6 +293,17 @@ mod tests {
         let r = compose(observed(Some(KillReason::ReporterLost("failed to receive".into())), None));
         assert_eq!(r.outcome, Outcome::Crashed);
         assert_eq!(r.error.unwrap().message, "the sandbox was stopped: failed to receive");
+    }
+
+    /// Fuzz regression (`fuzz/fuzz_targets/outcome.rs`): a CPU limit beyond what u64
+    /// milliseconds hold panicked (debug) or wrapped to a tiny limit (release), making a
+    /// killed child look like `cpu_limit`.
+    #[test]
+    fn a_huge_cpu_limit_does_not_overflow() {
+        let exit = Exit { code: None, signal: Some(libc::SIGKILL), cpu_ms: 10, max_rss_kb: 0 };
+        let mut o = observed(None, Some(&exit));
+        o.cpu_limit = Some(u64::MAX / 999);
+        assert_eq!(compose(o).outcome, Outcome::Crashed);
     }
 
     #[test]
