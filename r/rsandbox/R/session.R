@@ -29,7 +29,12 @@
 #' @param tools A list of \code{\link{sandbox_tool}}s (or securer tools).
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param preload Packages to attach in the session before the first execute.
-#' @param audit_log A file for JSONL audit records (a server of its own).
+#' @param audit_log A file for JSONL audit records (a server of its own): one JSON
+#'   object a line with \code{timestamp}, \code{event} and \code{session_id}
+#'   (securer's fields), code cut at 10 000 characters with \code{"... [truncated]"}.
+#'   It must be a regular file only you can read (mode 0600) or a new path (created
+#'   0600; a missing directory is created); a symlink, a device such as
+#'   \file{/dev/null}, or a directory is an \code{rsandbox_bad_input} error.
 #' @param profile The policy profile, as for \code{\link{rsandbox_eval}}.
 #' @param restore A \code{$snapshot()} of another session to start from (loaded inside
 #'   the new sandbox; never read in this R process).
@@ -81,10 +86,8 @@ Session <- R6::R6Class("rsandbox_session",
         bad_input("{.arg restore} must be a session's {.code $snapshot()}, not {describe(restore)}.", call = call)
       }
       args <- profile_args(profile, call = call)
+      audit_log <- check_audit_log(audit_log, call = call)
       if (!is.null(audit_log)) {
-        if (!is.character(audit_log) || length(audit_log) != 1L || is.na(audit_log) || !nzchar(audit_log)) {
-          bad_input("{.arg audit_log} must be a file path, not {describe(audit_log)}.", call = call)
-        }
         private$own_server <- TRUE
         private$server <- Server$new(c("--audit-log", audit_log, args), call = call)
       } else {
