@@ -170,15 +170,15 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
         assert_eq!(r.outcome, Outcome::Error, "{code}");
         r.error.unwrap().message
     };
-    assert_eq!(error_of("add('one', 2)"), "tool add: argument \"a\" must be numeric");
-    assert_eq!(error_of("add(1)"), "tool add: missing argument \"b\"");
-    let not_integer = "tool echo_int: argument \"x\" must be integer (whole numbers within ±2147483647)";
+    assert_eq!(error_of("add('one', 2)"), "Tool 'add': argument 'a' must be numeric, got character");
+    assert_eq!(error_of("add(1)"), "Tool 'add': missing argument 'b'");
+    let not_integer = "Tool 'echo_int': argument 'x' must be integer (whole numbers within ±2147483647), got numeric";
     assert_eq!(error_of("echo_int(1.5)"), not_integer);
     // Whole, but beyond R's 32-bit integers (and beyond what JSON numbers hold exactly).
     assert_eq!(error_of("echo_int(1e308)"), not_integer);
     assert_eq!(error_of("echo_int(c(1, 2^31))"), not_integer);
     assert_eq!(s.execute("echo_int(2147483647)", &quick()).unwrap().value, json!(2147483647));
-    assert_eq!(error_of("echo_df(1:3)"), "tool echo_df: argument \"x\" must be data_frame");
+    assert_eq!(error_of("echo_df(1:3)"), "Tool 'echo_df': argument 'x' must be data_frame, got numeric");
     assert_eq!(error_of("fail()"), "the host said no");
     // Going around the stubs: the host is the boundary, not the R function. The raw
     // bridge returns list(value, error) instead of raising.
@@ -189,7 +189,7 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
     assert_eq!(refused(r#".Call("rsandbox_tool_call", "system", "{}")"#), "unknown tool \"system\"");
     assert_eq!(
         refused(r#".Call("rsandbox_tool_call", "add", '{"a":1,"b":2,"cmd":"id"}')"#),
-        "tool add: unknown argument \"cmd\""
+        "Tool 'add': unknown argument \"cmd\""
     );
     assert!(refused(r#".Call("rsandbox_tool_call", "add", "not json")"#).starts_with("arguments are not JSON"));
     let big = error_of("echo_chr(strrep('x', 2e6))");

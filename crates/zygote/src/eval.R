@@ -868,7 +868,8 @@ rsandbox_to_json <- function(x) {
 # Returns the names left out, one per line (character(0) when none).
 rsandbox_snapshot <- function(file) {
   env <- .rsb_env()
-  names <- sort(ls(env, all.names = TRUE))
+  # Host tools are the session's own (their locked stubs are made afresh).
+  names <- sort(setdiff(ls(env, all.names = TRUE), .rsb_tool_names()))
   # An active binding is code, run on every read: not read, so not saved. (Promises
   # are forced, as R's own save() forces them; the supervisor drives this request as
   # an evaluation: deadline, meter, and clean-up afterwards.)
@@ -901,7 +902,13 @@ rsandbox_restore <- function(file) {
     if (is.null(ok)) warnings <- c(warnings, paste0("package ", pkg, " could not be attached"))
   }
   objects <- snapshot$objects
-  for (name in names(objects)) assign(name, objects[[name]], envir = .rsb_env())
+  for (name in names(objects)) {
+    if (exists(name, envir = .rsb_env(), inherits = FALSE) && bindingIsLocked(name, .rsb_env())) {
+      warnings <- c(warnings, paste0(name, " is a host tool in this session: not restored"))
+    } else {
+      assign(name, objects[[name]], envir = .rsb_env())
+    }
+  }
   warnings
 }
 
@@ -963,6 +970,7 @@ rsandbox_allow <- function(names) {
   lockEnvironment(allowed, bindings = TRUE)
   .rsb_state$allowed <- c(ls(allowed, all.names = TRUE))
   .rsb_state$user_env <- new.env(parent = allowed)
+  .rsb_lock_tools(.rsb_state$user_env)
   invisible(missing)
 }
 

@@ -41,7 +41,8 @@ test_that("tools made with securer_tool are called on the host, with verbose mes
   expect_message(value <- s$execute("add(2, 3)"), "\\[securer\\] Tool call: add")
   expect_equal(as.numeric(value), 5)
   expect_equal(suppressMessages(s$execute("both('a', 42)")), "a 42")
-  expect_error(suppressMessages(s$execute("add('two', 3)")), "must be numeric")
+  expect_error(suppressMessages(s$execute("add('two', 3)")), "Tool 'add': argument 'a' must be numeric, got character",
+               fixed = TRUE)
   expect_equal(names(s$tools()), c("add", "both"))
   expect_equal(s$tools()$add$args, list(a = "numeric", b = "numeric"))
   expect_error(api$securer_tool("bad name", "x", identity), "valid R identifier")
