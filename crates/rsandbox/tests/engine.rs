@@ -48,6 +48,22 @@ fn fresh_evaluations_share_no_state() {
 }
 
 #[test]
+fn an_error_carries_the_calls_that_led_to_it_as_text() {
+    let s = engine().session(EvalOptions::default(), Vec::new()).unwrap();
+    let r = s.execute("f <- function() g(1); g <- function(x) stop('x'); f()", &quick()).unwrap();
+    let error = r.error.unwrap();
+    assert_eq!((error.message.as_str(), error.call.as_deref()), ("x", Some("g(1)")));
+    assert_eq!(error.trace, ["f()", "g(1)", "stop(\"x\")"]);
+    // Deep recursion: only the innermost calls travel.
+    let r = s.execute("h <- function(n) if (n == 0) stop('deep') else h(n - 1); h(500)", &quick()).unwrap();
+    let trace = r.error.unwrap().trace;
+    assert_eq!(trace.len(), rsandbox::result::RError::MAX_TRACE);
+    assert_eq!(trace.last().unwrap(), "stop(\"deep\")");
+    // A syntax error ran nothing: no trace.
+    assert!(s.execute("f(", &quick()).unwrap().error.unwrap().trace.is_empty());
+}
+
+#[test]
 fn session_state_persists_between_executes() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
     assert!(!s.execute("x <- 20", &quick()).unwrap().visible);
