@@ -49,6 +49,16 @@
 #'   \code{$list_files()}, \code{$snapshot()}, \code{$restart()}, \code{$is_alive()},
 #'   \code{$close()}. \code{print()} shows one line: the session's id, whether it is
 #'   alive, its limits and tools.
+#' @examples
+#' if (rsandbox_available()) {
+#'   s <- sandbox_session(limits = sandbox_limits(memory = "512M"))
+#'   s
+#'   s$execute("x <- 10")
+#'   s$execute("x * 2")           # state persists
+#'   s$execute("y <- x + k", globals = list(k = 5))
+#'   s$execute("y")
+#'   s$close()
+#' }
 #' @export
 sandbox_session <- function(tools = list(), limits = sandbox_limits(), preload = character(), audit_log = NULL,
                             restore = NULL, profile = NULL) {
@@ -279,6 +289,13 @@ check_path <- function(path, arg = rlang::caller_arg(path), call = rlang::caller
 #'   TRUE}, or the conditions of failures; nothing is shown on the console),
 #'   \code{$status()}, \code{$close()}. \code{print()} shows one line: size, busy
 #'   sessions, whether the server is alive, the limits.
+#' @examples
+#' if (rsandbox_available()) {
+#'   p <- sandbox_pool(2)
+#'   p
+#'   p$execute_all(c("1 + 1", "sqrt(16)"))
+#'   p$close()
+#' }
 #' @export
 sandbox_pool <- function(size = 2, tools = list(), limits = sandbox_limits(), profile = NULL) {
   call <- rlang::current_env()
@@ -383,6 +400,12 @@ Pool <- R6::R6Class("rsandbox_pool",
 #'
 #' @param session A \code{\link{sandbox_session}}.
 #' @return An ellmer tool; an error when the ellmer package is not installed.
+#' @examples
+#' if (rsandbox_available() && requireNamespace("ellmer", quietly = TRUE)) {
+#'   s <- sandbox_session()
+#'   tool <- as_ellmer_tool(s)
+#'   s$close()
+#' }
 #' @export
 as_ellmer_tool <- function(session) {
   if (!requireNamespace("ellmer", quietly = TRUE)) {
