@@ -130,6 +130,20 @@ test_that("restart, is_alive, close, format", {
   expect_error(s$execute("1"), "Session is not running")
 })
 
+test_that("restart recovers a SecureSession whose server died", {
+  skip_without_engine()
+  s <- api$SecureSession$new(sandbox = TRUE)
+  on.exit(s$close())
+  s$execute("v <- 1")
+  server <- s$.__enclos_env__$private$session$.__enclos_env__$private$server
+  server$process$kill()
+  server$process$wait(2000)
+  expect_error(s$execute("v"))
+  s$restart()
+  expect_true(s$is_alive())
+  expect_equal(s$execute("1 + 1"), 2)
+})
+
 test_that("SecureSessionPool: execute, acquire, status, reset between uses", {
   skip_without_engine()
   pool <- api$SecureSessionPool$new(size = 2, sandbox = TRUE, reset_between_uses = TRUE)
