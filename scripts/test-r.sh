@@ -15,7 +15,9 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 R CMD build "$OLDPWD/r/rsandbox" >build.log 2>&1 || { cat build.log; exit 1; }
 # The vignette is built into the tarball (inst/doc), so that an install has it in doc/.
-tar -tzf rsandbox_*.tar.gz | grep -q '^rsandbox/inst/doc/coming-from-securer.html$' ||
+# (The listing goes to a file: grep -q would close the pipe early, and pipefail.)
+tar -tzf rsandbox_*.tar.gz >contents.txt
+grep -qx 'rsandbox/inst/doc/coming-from-securer.html' contents.txt ||
   { echo "test-r: R CMD build did not build the vignette" >&2; cat build.log; exit 1; }
 status=0
 _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual rsandbox_*.tar.gz >check.log 2>&1 || status=$?

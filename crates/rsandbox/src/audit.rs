@@ -230,14 +230,13 @@ mod tests {
 
     #[test]
     fn log_is_private_and_symlinks_are_refused() {
-        let dir = std::env::temp_dir().join(format!("rsandbox-audit-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("test");
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open(&path).unwrap();
         log.execute_start("s1", "1 + 1");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let line: Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        let line = &records(&path)[0];
         assert_eq!(line["event"], "execute_start");
         assert_eq!(line["session"], "s1");
         assert_eq!(line["code_sha256"], hex(&Sha256::digest(b"1 + 1")));
@@ -248,6 +247,18 @@ mod tests {
         assert!(chain(&err).contains("it is a symlink"), "{err:?}");
         assert!(!dir.join("target").exists(), "the symlink must not be followed");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh directory for one test.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rsandbox-audit-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The log's records.
+    fn records(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     }
 
     /// The error and its sources, as the CLI prints them.
@@ -267,8 +278,7 @@ mod tests {
             let err = chain(&AuditLog::open(Path::new(device)).unwrap_err());
             assert!(err.contains(device) && err.contains("it is a device file"), "{err}");
         }
-        let dir = std::env::temp_dir().join(format!("rsandbox-audit-kinds-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("kinds");
         // A FIFO with no reader: opening it for writing would block forever.
         let fifo = dir.join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
@@ -284,16 +294,14 @@ mod tests {
 
     #[test]
     fn records_carry_securer_fields_and_long_code_is_marked_truncated() {
-        let dir = std::env::temp_dir().join(format!("rsandbox-audit-fields-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("fields");
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open(&path).unwrap();
         let long = "1\n".repeat(CODE_EXCERPT);
         log.execute_start("s1", "1 + 1");
         log.execute_start("s1", &long);
         log.record("session_close", "s1", json!({}));
-        let lines: Vec<Value> =
-            std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines = records(&path);
         for line in &lines {
             assert_eq!(line["session_id"], "s1");
             assert_eq!(line["session"], "s1", "the old field stays");
@@ -311,8 +319,7 @@ mod tests {
 
     #[test]
     fn a_flood_of_tool_calls_leaves_a_bounded_log_with_the_newest_records() {
-        let dir = std::env::temp_dir().join(format!("rsandbox-audit-cap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("cap");
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open_with_cap(&path, 64 << 10).unwrap();
         let args = format!("{{\"x\":\"{}\"}}", "\\\"".repeat(200_000));
@@ -323,7 +330,7 @@ mod tests {
         let current = std::fs::read_to_string(&path).unwrap();
         let rotated = std::fs::read_to_string(dir.join("audit.jsonl.1")).unwrap();
         assert!(current.len() as u64 <= 64 << 10 && rotated.len() as u64 <= 64 << 10);
-        let lines: Vec<Value> = current.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines = records(&path);
         let last = lines.last().unwrap();
         assert_eq!((last["event"].as_str(), last["truncated"].as_bool()), (Some("huge"), Some(true)));
         let call = &lines[lines.len() - 2];
