@@ -407,7 +407,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # globalenv(), auto-printing visible values. Returns list(value, visible,
 # error) where error is NULL or list(message, call).
 .rsb_eval_toplevel <- function(toplevel_expr, log) {
-  trace <- character()
+  calls <- NULL
   tryCatch(
     withCallingHandlers({
       res <- withVisible(eval(toplevel_expr, .rsb_env()))
@@ -417,11 +417,16 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     warning = function(w) .rsb_on_warning(w, log),
     message = function(m) .rsb_on_message(m, log),
     # Before the stack unwinds: the calls that led to the error, for traceback.
-    error = function(e) trace <<- .rsb_error_trace(sys.calls())),
+    # Only taken here (the error may be an allocation that failed: as little as
+    # possible runs before the stack is freed); made text after unwinding, with
+    # no tryCatch of its own there (a nested tryCatch in this handler crashed R
+    # after a failed allocation under a tiny memory limit in a pre-forked child;
+    # daemon.rs a_pre_forked_sandbox_is_the_same_sandbox_as_a_one_shot_one).
+    error = function(e) calls <<- sys.calls()),
     error = function(e) {
       list(value = NULL, visible = FALSE,
            error = list(message = .rsb_condition_message(e),
-                        call = .rsb_condition_call(e), trace = trace))
+                        call = .rsb_condition_call(e), trace = .rsb_error_trace(calls)))
     },
     # SIGINT from the supervisor (session.interrupt, or a session's timeout):
     # the expression stops as at Ctrl-C, and the session keeps its state.
@@ -443,6 +448,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # first: what came after the top-level eval(), without the handler's own frame
 # and R's .handleSimpleError(). Empty for an error in top-level code.
 .rsb_error_trace <- function(calls) {
+  if (is.null(calls)) return(character())
   tops <- which(vapply(calls, identical, logical(1), .rsb_toplevel_call))
   if (length(tops) == 0L) return(character())
   calls <- calls[-seq_len(max(tops))]
