@@ -150,4 +150,12 @@ test_that("tool wrappers are locked bindings: the code cannot replace them for l
                                                  list(a = "numeric", b = "numeric"))), restore = s$snapshot())
   on.exit(r$close(), add = TRUE)
   expect_equal(as.numeric(r$execute("add(x, 3)")), -2)
+  # Under a function allowlist the code runs in an environment of its own: locked there too.
+  profile <- tempfile(fileext = ".toml")
+  writeLines('functions = ["arithmetic"]', profile)
+  a <- sandbox_session(tools = list(sandbox_tool("add", function(a, b) a + b, "adds", list(a = "numeric", b = "numeric"))),
+                       profile = profile)
+  on.exit(a$close(), add = TRUE)
+  expect_error(a$execute("add <- function(a, b) 0"), "locked binding", class = "rsandbox_eval_error")
+  expect_equal(as.numeric(a$execute("add(2, 2)")), 4)
 })
