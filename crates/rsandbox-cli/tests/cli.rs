@@ -257,7 +257,7 @@ both!(
         let _g = shared();
         let (out, j) = eval_json(who, &[], r#"f <- function() stop("boom"); f()"#);
         assert_outcome(&out, &j, "error", 1);
-        assert_eq!(j["error"], json!({"message": "boom", "call": "f()"}), "{out}");
+        assert_eq!(j["error"], json!({"message": "boom", "call": "f()", "trace": ["f()", "stop(\"boom\")"]}), "{out}");
         // Without --json, Rscript-like.
         let out = rsandbox(who, &["eval", r#"f <- function() stop("boom"); f()"#]);
         out.assert_code(1);

@@ -58,13 +58,62 @@ impl Outcome {
 }
 
 /// An R error.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RError {
     /// `conditionMessage(e)`.
     pub message: String,
     /// The call, deparsed; null for top-level errors.
     pub call: Option<String>,
+    /// The calls that led to the error, outermost first, each deparsed to one line (as
+    /// `traceback()` shows them, in the other order); absent when there are none (a
+    /// syntax error, a limit). Text to show, never code to run: at most
+    /// [`RError::MAX_TRACE`] calls (the innermost) of at most [`RError::MAX_TRACE_CHARS`]
+    /// characters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<String>,
+}
+
+impl RError {
+    /// Most calls a trace keeps (the innermost).
+    pub const MAX_TRACE: usize = 30;
+    /// Longest call in a trace, in characters.
+    pub const MAX_TRACE_CHARS: usize = 200;
+
+    /// An error with a message and nothing else.
+    pub fn new(message: impl Into<String>) -> RError {
+        RError { message: message.into(), ..RError::default() }
+    }
+
+    /// Hold the trace to its caps whatever the sandbox sent (it writes the result).
+    pub fn cap_trace(&mut self) {
+        let extra = self.trace.len().saturating_sub(Self::MAX_TRACE);
+        self.trace.drain(..extra);
+        for call in &mut self.trace {
+            if call.chars().count() > Self::MAX_TRACE_CHARS {
+                *call = call.chars().take(Self::MAX_TRACE_CHARS - 3).chain("...".chars()).collect();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RError;
+
+    #[test]
+    fn a_trace_from_the_sandbox_is_held_to_its_caps() {
+        let mut e = RError::new("x");
+        e.trace = (0..100).map(|i| format!("f{i}()")).collect();
+        e.trace.push("g".repeat(10_000));
+        e.cap_trace();
+        assert_eq!(e.trace.len(), RError::MAX_TRACE);
+        assert_eq!(e.trace[0], "f71()", "the innermost calls are kept");
+        let last = e.trace.last().unwrap();
+        assert_eq!((last.chars().count(), last.ends_with("...")), (RError::MAX_TRACE_CHARS, true));
+        let plain = serde_json::to_value(RError::new("y")).unwrap();
+        assert!(plain.get("trace").is_none(), "an empty trace is not sent");
+    }
 }
 
 /// A syntax error, found by R's parser before anything ran.

@@ -148,22 +148,48 @@ pub fn check_call<'t>(tools: &'t [Tool], name: &str, args: &Value) -> Result<&'t
     let given = match args {
         Value::Object(m) => m,
         Value::Array(a) if a.is_empty() => &empty,
-        _ => return Err(format!("tool {name}: arguments must be named")),
+        _ => return Err(format!("Tool '{name}': arguments must be named")),
     };
+    // securer's shape ("Tool 'add': argument 'a' must be numeric, got character"), so
+    // its users' handlers and tests keep matching.
     if let Some(unknown) = given.keys().find(|k| !tool.spec.args.contains_key(*k)) {
-        return Err(format!("tool {name}: unknown argument {}", quote_excerpt(unknown)));
+        return Err(format!("Tool '{name}': unknown argument {}", quote_excerpt(unknown)));
     }
     for (arg, ty) in &tool.spec.args {
         match given.get(arg) {
-            None => return Err(format!("tool {name}: missing argument {arg:?}")),
+            None => return Err(format!("Tool '{name}': missing argument '{arg}'")),
             Some(v) if !ty.accepts(v) => {
                 let within = if *ty == ArgType::Integer { " (whole numbers within ±2147483647)" } else { "" };
-                return Err(format!("tool {name}: argument {arg:?} must be {ty}{within}"));
+                return Err(format!("Tool '{name}': argument '{arg}' must be {ty}{within}, got {}", r_kind(v)));
             }
             Some(_) => {}
         }
     }
     Ok(tool)
+}
+
+/// The R class a JSON value came from, as the sandbox's R would name it (for errors).
+fn r_kind(v: &Value) -> &'static str {
+    let scalar = |v: &Value| match v {
+        Value::Bool(_) => Some("logical"),
+        Value::Number(_) => Some("numeric"),
+        Value::String(_) => Some("character"),
+        _ => None,
+    };
+    match v {
+        Value::Null => "NULL",
+        Value::Object(_) => "list",
+        Value::Array(items) => {
+            // A vector with NAs arrives with nulls in it.
+            let mut kinds = items.iter().filter(|i| !i.is_null()).map(scalar);
+            match kinds.next() {
+                None => "logical",
+                Some(Some(first)) if kinds.all(|k| k == Some(first)) => first,
+                _ => "list",
+            }
+        }
+        scalar_value => scalar(scalar_value).unwrap_or("list"),
+    }
 }
 
 pub use wire::names::is_r_identifier;
@@ -184,15 +210,20 @@ mod tests {
         let tools = [add()];
         assert!(check_call(&tools, "add", &json!({"a": 1, "b": [2, null]})).is_ok());
         assert_eq!(check_call(&tools, "sub", &json!({})).unwrap_err(), "unknown tool \"sub\"");
-        assert_eq!(check_call(&tools, "add", &json!({"a": 1})).unwrap_err(), "tool add: missing argument \"b\"");
+        assert_eq!(check_call(&tools, "add", &json!({"a": 1})).unwrap_err(), "Tool 'add': missing argument 'b'");
         assert_eq!(
             check_call(&tools, "add", &json!({"a": 1, "b": 2, "c": 3})).unwrap_err(),
-            "tool add: unknown argument \"c\""
+            "Tool 'add': unknown argument \"c\""
         );
         assert_eq!(
             check_call(&tools, "add", &json!({"a": "x", "b": 2})).unwrap_err(),
-            "tool add: argument \"a\" must be numeric"
+            "Tool 'add': argument 'a' must be numeric, got character"
         );
+        let got = |v: Value| check_call(&tools, "add", &json!({"a": v, "b": 2})).unwrap_err();
+        assert!(got(json!([true, null])).ends_with("got logical"));
+        assert!(got(json!({"x": 1})).ends_with("got list"));
+        assert!(got(json!([1, "x"])).ends_with("got list"));
+        assert!(got(Value::Null).ends_with("got NULL"));
     }
 
     #[test]
@@ -211,7 +242,7 @@ mod tests {
         args.insert("\u{1}".repeat(10_000), json!(1));
         let error = check_call(&tools, "add", &Value::Object(args)).unwrap_err();
         assert!(error.len() < 400, "{error}");
-        assert_eq!(check_call(&tools, "add", &json!([1, 2])).unwrap_err(), "tool add: arguments must be named");
+        assert_eq!(check_call(&tools, "add", &json!([1, 2])).unwrap_err(), "Tool 'add': arguments must be named");
     }
 
     #[test]

@@ -48,6 +48,22 @@ fn fresh_evaluations_share_no_state() {
 }
 
 #[test]
+fn an_error_carries_the_calls_that_led_to_it_as_text() {
+    let s = engine().session(EvalOptions::default(), Vec::new()).unwrap();
+    let r = s.execute("f <- function() g(1); g <- function(x) stop('x'); f()", &quick()).unwrap();
+    let error = r.error.unwrap();
+    assert_eq!((error.message.as_str(), error.call.as_deref()), ("x", Some("g(1)")));
+    assert_eq!(error.trace, ["f()", "g(1)", "stop(\"x\")"]);
+    // Deep recursion: only the innermost calls travel.
+    let r = s.execute("h <- function(n) if (n == 0) stop('deep') else h(n - 1); h(500)", &quick()).unwrap();
+    let trace = r.error.unwrap().trace;
+    assert_eq!(trace.len(), rsandbox::result::RError::MAX_TRACE);
+    assert_eq!(trace.last().unwrap(), "stop(\"deep\")");
+    // A syntax error ran nothing: no trace.
+    assert!(s.execute("f(", &quick()).unwrap().error.unwrap().trace.is_empty());
+}
+
+#[test]
 fn session_state_persists_between_executes() {
     let s = engine().session(EvalOptions::default(), vec![]).unwrap();
     assert!(!s.execute("x <- 20", &quick()).unwrap().visible);
@@ -170,15 +186,15 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
         assert_eq!(r.outcome, Outcome::Error, "{code}");
         r.error.unwrap().message
     };
-    assert_eq!(error_of("add('one', 2)"), "tool add: argument \"a\" must be numeric");
-    assert_eq!(error_of("add(1)"), "tool add: missing argument \"b\"");
-    let not_integer = "tool echo_int: argument \"x\" must be integer (whole numbers within ±2147483647)";
+    assert_eq!(error_of("add('one', 2)"), "Tool 'add': argument 'a' must be numeric, got character");
+    assert_eq!(error_of("add(1)"), "Tool 'add': missing argument 'b'");
+    let not_integer = "Tool 'echo_int': argument 'x' must be integer (whole numbers within ±2147483647), got numeric";
     assert_eq!(error_of("echo_int(1.5)"), not_integer);
     // Whole, but beyond R's 32-bit integers (and beyond what JSON numbers hold exactly).
     assert_eq!(error_of("echo_int(1e308)"), not_integer);
     assert_eq!(error_of("echo_int(c(1, 2^31))"), not_integer);
     assert_eq!(s.execute("echo_int(2147483647)", &quick()).unwrap().value, json!(2147483647));
-    assert_eq!(error_of("echo_df(1:3)"), "tool echo_df: argument \"x\" must be data_frame");
+    assert_eq!(error_of("echo_df(1:3)"), "Tool 'echo_df': argument 'x' must be data_frame, got numeric");
     assert_eq!(error_of("fail()"), "the host said no");
     // Going around the stubs: the host is the boundary, not the R function. The raw
     // bridge returns list(value, error) instead of raising.
@@ -189,7 +205,7 @@ fn host_checks_names_types_unknown_tools_and_handler_errors() {
     assert_eq!(refused(r#".Call("rsandbox_tool_call", "system", "{}")"#), "unknown tool \"system\"");
     assert_eq!(
         refused(r#".Call("rsandbox_tool_call", "add", '{"a":1,"b":2,"cmd":"id"}')"#),
-        "tool add: unknown argument \"cmd\""
+        "Tool 'add': unknown argument \"cmd\""
     );
     assert!(refused(r#".Call("rsandbox_tool_call", "add", "not json")"#).starts_with("arguments are not JSON"));
     let big = error_of("echo_chr(strrep('x', 2e6))");

@@ -23,7 +23,8 @@
 #                false after an error>,
 #    "messages": [<conditionMessage of each message(), trailing "\n" kept>],
 #    "warnings": [{"message": <text>, "call": <deparsed call or null>}],
-#    "error": null | {"message": <text>, "call": <deparsed call or null>},
+#    "error": null | {"message": <text>, "call": <deparsed call or null>,
+#              "trace": [<deparsed call>, ...] (outermost first; absent when empty)},
 #    "syntax_error": null | {"message": <text>, "line": <int|null>, "column": <int|null>}}
 #
 # JSON encoding rules (rsandbox_to_json):
@@ -406,6 +407,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # globalenv(), auto-printing visible values. Returns list(value, visible,
 # error) where error is NULL or list(message, call).
 .rsb_eval_toplevel <- function(toplevel_expr, log) {
+  calls <- NULL
   tryCatch(
     withCallingHandlers({
       res <- withVisible(eval(toplevel_expr, .rsb_env()))
@@ -413,11 +415,18 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
       list(value = res$value, visible = res$visible, error = NULL)
     },
     warning = function(w) .rsb_on_warning(w, log),
-    message = function(m) .rsb_on_message(m, log)),
+    message = function(m) .rsb_on_message(m, log),
+    # Before the stack unwinds: the calls that led to the error, for traceback.
+    # Only taken here (the error may be an allocation that failed: as little as
+    # possible runs before the stack is freed); made text after unwinding, with
+    # no tryCatch of its own there (a nested tryCatch in this handler crashed R
+    # after a failed allocation under a tiny memory limit in a pre-forked child;
+    # daemon.rs a_pre_forked_sandbox_is_the_same_sandbox_as_a_one_shot_one).
+    error = function(e) calls <<- sys.calls()),
     error = function(e) {
       list(value = NULL, visible = FALSE,
            error = list(message = .rsb_condition_message(e),
-                        call = .rsb_condition_call(e)))
+                        call = .rsb_condition_call(e), trace = .rsb_error_trace(calls)))
     },
     # SIGINT from the supervisor (session.interrupt, or a session's timeout):
     # the expression stops as at Ctrl-C, and the session keeps its state.
@@ -428,6 +437,31 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # Conditions raised directly in top-level code report the eval() call above
 # as their call; Rscript reports no call for them.
 .rsb_toplevel_call <- quote(eval(toplevel_expr, .rsb_env()))
+
+# At most this many calls of an error's stack travel back (the innermost ones),
+# each deparsed to one line of at most .rsb_trace_width characters: text for
+# the client to show, as traceback() would, never code it evaluates.
+.rsb_trace_calls <- 30L
+.rsb_trace_width <- 200L
+
+# The user's calls from `calls` (sys.calls() in the error handler), outermost
+# first: what came after the top-level eval(), without the handler's own frame
+# and R's .handleSimpleError(). Empty for an error in top-level code.
+.rsb_error_trace <- function(calls) {
+  if (is.null(calls)) return(character())
+  tops <- which(vapply(calls, identical, logical(1), .rsb_toplevel_call))
+  if (length(tops) == 0L) return(character())
+  calls <- calls[-seq_len(max(tops))]
+  calls <- calls[-length(calls)]
+  while (length(calls) && identical(calls[[length(calls)]][[1L]], quote(.handleSimpleError))) {
+    calls <- calls[-length(calls)]
+  }
+  calls <- utils::tail(calls, .rsb_trace_calls)
+  vapply(calls, function(call) {
+    line <- paste(deparse(call, width.cutoff = 200L, nlines = 1L), collapse = "")
+    if (nchar(line) > .rsb_trace_width) paste0(substr(line, 1L, .rsb_trace_width - 3L), "...") else line
+  }, character(1), USE.NAMES = FALSE)
+}
 
 .rsb_on_warning <- function(w, log) {
   # A warning condition raised with signalCondition() has no muffle restart
@@ -593,8 +627,10 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
            ",\"call\":", .rsb_json_strings(warning_calls), "}")
   }
   error_json <- if (is.null(error)) "null" else {
+    trace <- if (length(error$trace) == 0L) "" else
+      paste0(",\"trace\":[", paste(.rsb_json_strings(error$trace), collapse = ","), "]")
     paste0("{\"message\":", .rsb_json_strings(error$message),
-           ",\"call\":", .rsb_json_strings(error$call), "}")
+           ",\"call\":", .rsb_json_strings(error$call), trace, "}")
   }
   syntax_json <- if (is.null(syntax_error)) "null" else {
     paste0("{\"message\":", .rsb_json_strings(syntax_error$message),
@@ -868,7 +904,8 @@ rsandbox_to_json <- function(x) {
 # Returns the names left out, one per line (character(0) when none).
 rsandbox_snapshot <- function(file) {
   env <- .rsb_env()
-  names <- sort(ls(env, all.names = TRUE))
+  # Host tools are the session's own (their locked stubs are made afresh).
+  names <- sort(setdiff(ls(env, all.names = TRUE), .rsb_tool_names()))
   # An active binding is code, run on every read: not read, so not saved. (Promises
   # are forced, as R's own save() forces them; the supervisor drives this request as
   # an evaluation: deadline, meter, and clean-up afterwards.)
@@ -901,7 +938,13 @@ rsandbox_restore <- function(file) {
     if (is.null(ok)) warnings <- c(warnings, paste0("package ", pkg, " could not be attached"))
   }
   objects <- snapshot$objects
-  for (name in names(objects)) assign(name, objects[[name]], envir = .rsb_env())
+  for (name in names(objects)) {
+    if (exists(name, envir = .rsb_env(), inherits = FALSE) && bindingIsLocked(name, .rsb_env())) {
+      warnings <- c(warnings, paste0(name, " is a host tool in this session: not restored"))
+    } else {
+      assign(name, objects[[name]], envir = .rsb_env())
+    }
+  }
   warnings
 }
 
@@ -963,6 +1006,7 @@ rsandbox_allow <- function(names) {
   lockEnvironment(allowed, bindings = TRUE)
   .rsb_state$allowed <- c(ls(allowed, all.names = TRUE))
   .rsb_state$user_env <- new.env(parent = allowed)
+  .rsb_lock_tools(.rsb_state$user_env)
   invisible(missing)
 }
 

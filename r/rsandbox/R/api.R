@@ -13,6 +13,11 @@
 #' @param nofile Open files (a whole number, at least 16).
 #' @param max_output Largest stdout + stderr + result (\code{"1M"}).
 #' @return A list of class \code{rsandbox_limits} for the \code{limits} arguments.
+#' @examples
+#' sandbox_limits(memory = "512M", cpu = 10)
+#' if (rsandbox_available()) {
+#'   rsandbox_eval("length(1:1e6)", limits = sandbox_limits(memory = "1G"))
+#' }
 #' @export
 sandbox_limits <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL, nproc = NULL,
                            nofile = NULL, max_output = NULL) {
@@ -53,6 +58,15 @@ print.rsandbox_limits <- function(x, ...) {
 #'   \code{"any"}. Defaults to the formals of \code{fn}, typed \code{"any"}.
 #' @return An \code{rsandbox_tool}. A tool object of the securer package is accepted
 #'   wherever an \code{rsandbox_tool} is.
+#' @examples
+#' add <- sandbox_tool("add", function(a, b) a + b, "adds two numbers",
+#'                     args = list(a = "numeric", b = "numeric"))
+#' add
+#' if (rsandbox_available()) {
+#'   s <- sandbox_session(tools = list(add))
+#'   s$execute("add(2, 3)")
+#'   s$close()
+#' }
 #' @export
 sandbox_tool <- function(name, fn, description = "", args = NULL) {
   if (!is.character(name) || length(name) != 1L || is.na(name) || !grepl("^[A-Za-z.][A-Za-z0-9_.]*$", name)) {
@@ -155,6 +169,20 @@ code_text <- function(code) {
 #' @return The value; an \code{rsandbox_error} condition when the code fails or a limit
 #'   is reached (\code{rsandbox_input_error} when a function allowlist refuses the code,
 #'   or the profile itself is wrong; \code{rsandbox_bad_input} for a wrong argument).
+#' @examples
+#' if (rsandbox_available()) {
+#'   x <- rsandbox_eval("summary(lm(mpg ~ wt, mtcars))$r.squared")
+#'   x + 1
+#'   # Values in, values out: a function and its arguments, or globals.
+#'   rsandbox_eval(function(d, k) d$mpg[1:3] * k, args = list(mtcars, 2))
+#'   rsandbox_eval("table(g)", globals = list(g = factor(c("a", "b", "a"))))
+#'   # Errors are classed conditions carrying the sandbox's call stack.
+#'   e <- tryCatch(rsandbox_eval("f <- function() stop('no'); f()"), rsandbox_error = function(e) e)
+#'   class(e)
+#'   e$sandbox_trace
+#'   # system() is a forbidden program start: the sandbox is ended.
+#'   tryCatch(rsandbox_eval("system('id')"), rsandbox_violation = function(e) e$syscall)
+#' }
 #' @export
 rsandbox_eval <- function(code, timeout = 30, limits = sandbox_limits(), files = NULL, profile = NULL,
                           quiet = FALSE, result = FALSE, globals = NULL, args = NULL, typed = NULL) {
@@ -228,6 +256,13 @@ evaluate <- function(server, request, timeout, quiet = FALSE, want_result = FALS
 #'   \code{outcome}, \code{stdout}, \code{stderr}, \code{messages}, \code{warnings},
 #'   \code{plots}, \code{usage}, \code{error}, \code{reset}, \code{reset_reason}), or
 #'   \code{NULL} before the first evaluation.
+#' @examples
+#' if (rsandbox_available()) {
+#'   rsandbox_eval("message('hi'); 42", quiet = TRUE)
+#'   r <- rsandbox_last_result()
+#'   r$messages
+#'   r$usage$wall_ms
+#' }
 #' @export
 rsandbox_last_result <- function() .state$last_result
 

@@ -120,3 +120,41 @@ check_values <- function(code, globals, args, typed, call = rlang::caller_env())
   text <- check_code(code, arg = "code", call = call)
   list(code = text, globals = encode_globals(globals, call = call), typed = typed %||% !is.null(globals))
 }
+
+# `audit_log`: a path the server will accept, checked here so that a wrong one is an
+# `rsandbox_bad_input` error up front rather than a server that refuses to start. The
+# server accepts a regular file that nobody else can read (mode 0600), or a new path
+# (created 0600); it refuses symlinks, devices (`/dev/null`, `/dev/full`, ...), FIFOs,
+# sockets and directories (it checks again, without following links, when it opens the
+# file). A missing directory is created, as securer does.
+check_audit_log <- function(path, arg = rlang::caller_arg(path), call = rlang::caller_env()) {
+  if (is.null(path)) return(NULL)
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path)) {
+    bad_input("{.arg {arg}} must be a file path, not {describe(path)}.", call = call)
+  }
+  force(arg) # named before `path` changes below
+  path <- path.expand(path)
+  dir <- dirname(path)
+  under <- function(p) grepl("^/(dev|proc|sys)(/|$)", p)
+  if (under(path) || under(normalizePath(dir, mustWork = FALSE))) {
+    bad_input(c("{.arg {arg}} must be a regular file, not a device file: {.file {path}}.",
+                i = "The audit log is a JSONL file; use a path such as {.file ~/rsandbox-audit.jsonl}."), call = call)
+  }
+  # Sys.readlink() is "" for a file that is not a symlink, NA for a missing path.
+  link <- Sys.readlink(path)
+  if (!is.na(link) && nzchar(link)) {
+    bad_input(c("{.arg {arg}} must not be a symlink: {.file {path}} is one.",
+                i = "Name the file it points to, or a new file."), call = call)
+  }
+  if (dir.exists(path)) bad_input("{.arg {arg}} must be a file, not a directory: {.file {path}}.", call = call)
+  if (file.exists(path)) {
+    mode <- as.integer(file.info(path, extra_cols = FALSE)$mode)
+    if (bitwAnd(mode, strtoi("077", 8L)) != 0L) {
+      bad_input(c("{.arg {arg}} must be a file only you can read (mode 0600): {.file {path}} has mode {format(as.octmode(mode), width = 4)}.",
+                  i = "Run {.code Sys.chmod({deparse(path)}, \"0600\")}, or name a new file (it is created 0600)."), call = call)
+    }
+  } else if (!dir.exists(dir) && !dir.create(dir, recursive = TRUE, showWarnings = FALSE)) {
+    bad_input("{.arg {arg}}: the directory {.file {dir}} does not exist and could not be created.", call = call)
+  }
+  path
+}

@@ -37,7 +37,8 @@ condition_for <- function(result, call = NULL) {
     ok = NULL,
     error = rsandbox_condition("rsandbox_eval_error",
       paste0(if (!is.null(r$error$call)) paste0("Error in ", r$error$call, ": ") else "Error: ", r$error$message, reset),
-      state_kept = kept, r_message = r$error$message, r_call = r$error$call, stdout = r$stdout, result = r, call = call),
+      state_kept = kept, r_message = r$error$message, r_call = r$error$call,
+      sandbox_trace = as.character(unlist(r$error$trace)), stdout = r$stdout, result = r, call = call),
     timeout = rsandbox_condition("rsandbox_timeout", paste0("the time limit was reached", reset),
       state_kept = kept, stdout = r$stdout, result = r, call = call),
     interrupted = rsandbox_condition("rsandbox_interrupted", paste0("interrupted", reset),
@@ -64,4 +65,15 @@ error_response <- function(response, call = NULL) {
     else if (identical(code, "busy")) c("rsandbox_busy", "rsandbox_server_error")
     else "rsandbox_server_error"
   rsandbox_condition(class, paste0(response$error$message, " [", code, "]"), state_kept = NA, code = code, call = call)
+}
+
+# The sandbox's call stack of an R error (`sandbox_trace`: deparsed calls, outermost
+# first, as the engine sent them; text, never parsed or run here), shown under the
+# message as callr shows a subprocess's backtrace, so that printing the error,
+# `rlang::last_error()` and `rlang::last_trace()` say where in the sandbox it happened.
+# A single call is already the message's "Error in <call>".
+cnd_footer.rsandbox_eval_error <- function(cnd, ...) {
+  trace <- cnd$sandbox_trace
+  if (length(trace) < 2L) return(character())
+  c("In the sandbox (outermost call first):", paste0(" ", format(seq_along(trace)), ". ", inert(trace)))
 }

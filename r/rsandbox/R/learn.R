@@ -15,6 +15,11 @@
 #'   forbidden calls, which no profile grants: \code{profile} then names them). An
 #'   \code{rsandbox_input_error} or \code{rsandbox_setup_error} condition when learning
 #'   could not start.
+#' @examples
+#' if (rsandbox_available()) {
+#'   learned <- rsandbox_learn("nchar(Sys.getenv('HOME'))")
+#'   learned
+#' }
 #' @export
 rsandbox_learn <- function(code, profile = NULL, timeout = 30) {
   call <- rlang::current_env()

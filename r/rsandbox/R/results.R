@@ -78,6 +78,14 @@ print.rsandbox_plot <- function(x, ...) {
 #'   \code{rsandbox_last_result()$plots}).
 #' @param path Where to write the PNG file.
 #' @return \code{path}, invisibly.
+#' @examples
+#' if (rsandbox_available()) {
+#'   r <- rsandbox_eval("plot(1:10)", result = TRUE)
+#'   path <- tempfile(fileext = ".png")
+#'   save_plot(r$plots[[1]], path)
+#'   file.size(path) > 0
+#'   unlink(path)
+#' }
 #' @export
 save_plot <- function(plot, path) {
   if (!inherits(plot, "rsandbox_plot")) bad_input("{.arg plot} must be an {.cls rsandbox_plot}, not {describe(plot)}.")

@@ -21,6 +21,16 @@
 #'
 #' @param pos Where on the search path (as for \code{attach()}).
 #' @return The attached environment, invisibly.
+#' @examples
+#' if (rsandbox_available()) {
+#'   use_securer_api()
+#'   session <- SecureSession$new(tools = list(
+#'     securer_tool("add", "Add two numbers", function(a, b) a + b, args = list(a = "numeric", b = "numeric"))
+#'   ))
+#'   session$execute("add(2, 3)")
+#'   session$close()
+#'   detach("rsandbox:securer")
+#' }
 #' @export
 use_securer_api <- function(pos = 2L) {
   if ("rsandbox:securer" %in% search()) detach("rsandbox:securer", character.only = TRUE)

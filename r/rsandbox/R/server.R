@@ -17,6 +17,8 @@
 #'
 #' @return The path of the \code{rsandbox} executable; an error naming every place
 #'   looked at when there is none.
+#' @examples
+#' if (rsandbox_available()) rsandbox_binary()
 #' @export
 rsandbox_binary <- function() {
   candidates <- c(
@@ -36,6 +38,23 @@ rsandbox_binary <- function() {
            "after `cargo build --release`), or put rsandbox on the PATH"),
     state_kept = FALSE
   )
+}
+
+#' Is the sandbox available here?
+#'
+#' \code{TRUE} when this is Linux and the \code{rsandbox} command is found (see
+#' \code{\link{rsandbox_binary}}): what examples and tests check before they run code.
+#' Whether the kernel gives every layer is known only when a server starts (it refuses
+#' to start without them, with an \code{rsandbox_setup_error} that says which).
+#'
+#' @return \code{TRUE} or \code{FALSE}.
+#' @examples
+#' rsandbox_available()
+#' if (rsandbox_available()) rsandbox_eval("1 + 1")
+#' @export
+rsandbox_available <- function() {
+  identical(Sys.info()[["sysname"]], "Linux") &&
+    !inherits(tryCatch(rsandbox_binary(), error = function(e) e), "error")
 }
 
 Server <- R6::R6Class("rsandbox_server",

@@ -29,7 +29,12 @@
 #' @param tools A list of \code{\link{sandbox_tool}}s (or securer tools).
 #' @param limits \code{\link{sandbox_limits}()}.
 #' @param preload Packages to attach in the session before the first execute.
-#' @param audit_log A file for JSONL audit records (a server of its own).
+#' @param audit_log A file for JSONL audit records (a server of its own): one JSON
+#'   object a line with \code{timestamp}, \code{event} and \code{session_id}
+#'   (securer's fields), code cut at 10 000 characters with \code{"... [truncated]"}.
+#'   It must be a regular file only you can read (mode 0600) or a new path (created
+#'   0600; a missing directory is created); a symlink, a device such as
+#'   \file{/dev/null}, or a directory is an \code{rsandbox_bad_input} error.
 #' @param profile The policy profile, as for \code{\link{rsandbox_eval}}.
 #' @param restore A \code{$snapshot()} of another session to start from (loaded inside
 #'   the new sandbox; never read in this R process).
@@ -44,6 +49,16 @@
 #'   \code{$list_files()}, \code{$snapshot()}, \code{$restart()}, \code{$is_alive()},
 #'   \code{$close()}. \code{print()} shows one line: the session's id, whether it is
 #'   alive, its limits and tools.
+#' @examples
+#' if (rsandbox_available()) {
+#'   s <- sandbox_session(limits = sandbox_limits(memory = "512M"))
+#'   s
+#'   s$execute("x <- 10")
+#'   s$execute("x * 2")           # state persists
+#'   s$execute("y <- x + k", globals = list(k = 5))
+#'   s$execute("y")
+#'   s$close()
+#' }
 #' @export
 sandbox_session <- function(tools = list(), limits = sandbox_limits(), preload = character(), audit_log = NULL,
                             restore = NULL, profile = NULL) {
@@ -81,10 +96,8 @@ Session <- R6::R6Class("rsandbox_session",
         bad_input("{.arg restore} must be a session's {.code $snapshot()}, not {describe(restore)}.", call = call)
       }
       args <- profile_args(profile, call = call)
+      audit_log <- check_audit_log(audit_log, call = call)
       if (!is.null(audit_log)) {
-        if (!is.character(audit_log) || length(audit_log) != 1L || is.na(audit_log) || !nzchar(audit_log)) {
-          bad_input("{.arg audit_log} must be a file path, not {describe(audit_log)}.", call = call)
-        }
         private$own_server <- TRUE
         private$server <- Server$new(c("--audit-log", audit_log, args), call = call)
       } else {
@@ -276,6 +289,13 @@ check_path <- function(path, arg = rlang::caller_arg(path), call = rlang::caller
 #'   TRUE}, or the conditions of failures; nothing is shown on the console),
 #'   \code{$status()}, \code{$close()}. \code{print()} shows one line: size, busy
 #'   sessions, whether the server is alive, the limits.
+#' @examples
+#' if (rsandbox_available()) {
+#'   p <- sandbox_pool(2)
+#'   p
+#'   p$execute_all(c("1 + 1", "sqrt(16)"))
+#'   p$close()
+#' }
 #' @export
 sandbox_pool <- function(size = 2, tools = list(), limits = sandbox_limits(), profile = NULL) {
   call <- rlang::current_env()
@@ -380,6 +400,12 @@ Pool <- R6::R6Class("rsandbox_pool",
 #'
 #' @param session A \code{\link{sandbox_session}}.
 #' @return An ellmer tool; an error when the ellmer package is not installed.
+#' @examples
+#' if (rsandbox_available() && requireNamespace("ellmer", quietly = TRUE)) {
+#'   s <- sandbox_session()
+#'   tool <- as_ellmer_tool(s)
+#'   s$close()
+#' }
 #' @export
 as_ellmer_tool <- function(session) {
   if (!requireNamespace("ellmer", quietly = TRUE)) {

@@ -101,7 +101,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         Some(ChildReport::Quit { status }) => {
             result.outcome = if status == 0 { Outcome::Ok } else { Outcome::Error };
             if status != 0 {
-                result.error = Some(RError { message: format!("quit(status = {status})"), call: None });
+                result.error = Some(RError::new(format!("quit(status = {status})")));
             }
         }
         _ => {}
@@ -123,10 +123,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         (None, Some(KillReason::Timeout)) => Outcome::Timeout,
         (None, Some(KillReason::CpuLimit)) => Outcome::CpuLimit,
         (None, Some(KillReason::MemoryLimit)) => {
-            result.error = Some(RError {
-                message: "the sandbox's processes together held more memory than its limit".into(),
-                call: None,
-            });
+            result.error = Some(RError::new("the sandbox's processes together held more memory than its limit"));
             Outcome::MemoryLimit
         }
         (None, Some(KillReason::OutputLimit)) => Outcome::OutputLimit,
@@ -136,21 +133,18 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         }
         (None, Some(KillReason::Protocol)) => {
             let why = o.protocol_error.clone().unwrap_or_default();
-            result.error = Some(RError { message: format!("the sandbox broke protocol: {why}"), call: None });
+            result.error = Some(RError::new(format!("the sandbox broke protocol: {why}")));
             Outcome::Crashed
         }
         (None, Some(KillReason::InterruptTimeout)) => {
-            result.error = Some(RError {
-                message: format!(
-                    "R did not yield to the interrupt within {:?}; the sandbox was stopped",
-                    super::INTERRUPT_GRACE
-                ),
-                call: None,
-            });
+            result.error = Some(RError::new(format!(
+                "R did not yield to the interrupt within {:?}; the sandbox was stopped",
+                super::INTERRUPT_GRACE
+            )));
             Outcome::Interrupted
         }
         (None, Some(KillReason::ReporterLost(why))) => {
-            result.error = Some(RError { message: format!("the sandbox was stopped: {why}"), call: None });
+            result.error = Some(RError::new(format!("the sandbox was stopped: {why}")));
             Outcome::Crashed
         }
         (None, None) => match signal {
@@ -175,7 +169,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
             (None, Some(c)) => format!("exited with status {c} without reporting a result"),
             _ => "ended without a result".into(),
         };
-        result.error = Some(RError { message: format!("the R process crashed: {how}"), call: None });
+        result.error = Some(RError::new(format!("the R process crashed: {how}")));
     }
     result
 }
@@ -245,9 +239,12 @@ fn apply_r_result(result: &mut EvalResult, r: &serde_json::Value) {
     result.messages = serde_json::from_value(r["messages"].clone()).unwrap_or_default();
     result.warnings = serde_json::from_value(r["warnings"].clone()).unwrap_or_default();
     result.error = serde_json::from_value(r["error"].clone()).unwrap_or(None);
+    if let Some(error) = &mut result.error {
+        error.cap_trace();
+    }
     result.syntax_error = serde_json::from_value(r["syntax_error"].clone()).unwrap_or(None);
     if let (Some(syntax), None) = (&result.syntax_error, &result.error) {
-        result.error = Some(RError { message: syntax.message.clone(), call: None });
+        result.error = Some(RError::new(syntax.message.clone()));
     }
 }
 

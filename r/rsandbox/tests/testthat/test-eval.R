@@ -136,3 +136,23 @@ test_that("rsandbox_learn returns a profile under which the code then runs", {
   wrong <- tryCatch(rsandbox_learn("1", profile = "/nonexistent/p.toml"), rsandbox_error = function(e) e)
   expect_s3_class(wrong, "rsandbox_input_error")
 })
+
+test_that("an error carries the sandbox's call stack as text, shown as callr shows a subprocess's", {
+  skip_without_engine()
+  e <- tryCatch(rsandbox_eval("f <- function() g(1); g <- function(x) stop('x'); f()"), rsandbox_eval_error = function(e) e)
+  expect_identical(e$sandbox_trace, c("f()", "g(1)", "stop(\"x\")"))
+  expect_type(e$sandbox_trace, "character")
+  shown <- paste(format(e), collapse = "\n")
+  expect_match(shown, "In the sandbox", fixed = TRUE)
+  expect_match(shown, "1. f()", fixed = TRUE)
+  expect_match(shown, "2. g(1)", fixed = TRUE)
+  # rlang::last_trace() prints the last error with this footer.
+  rlang_last <- tryCatch(rlang::abort("host", parent = e), error = function(h) h)
+  expect_match(paste(format(rlang_last), collapse = "\n"), "1. f()", fixed = TRUE)
+  # A top-level error has nothing more to say than its message.
+  top <- tryCatch(rsandbox_eval("stop('top')"), rsandbox_eval_error = function(e) e)
+  expect_false(grepl("In the sandbox", conditionMessage(top), fixed = TRUE))
+  # Control characters in a call are shown inert, as all sandbox text.
+  odd <- tryCatch(rsandbox_eval("f <- function(s) stop('x'); f('\\033[31m')"), rsandbox_eval_error = function(e) e)
+  expect_false(grepl("\033", paste(format(odd), collapse = ""), fixed = TRUE))
+})

@@ -41,7 +41,8 @@ test_that("tools made with securer_tool are called on the host, with verbose mes
   expect_message(value <- s$execute("add(2, 3)"), "\\[securer\\] Tool call: add")
   expect_equal(as.numeric(value), 5)
   expect_equal(suppressMessages(s$execute("both('a', 42)")), "a 42")
-  expect_error(suppressMessages(s$execute("add('two', 3)")), "must be numeric")
+  expect_error(suppressMessages(s$execute("add('two', 3)")), "Tool 'add': argument 'a' must be numeric, got character",
+               fixed = TRUE)
   expect_equal(names(s$tools()), c("add", "both"))
   expect_equal(s$tools()$add$args, list(a = "numeric", b = "numeric"))
   expect_error(api$securer_tool("bad name", "x", identity), "valid R identifier")
@@ -127,6 +128,20 @@ test_that("restart, is_alive, close, format", {
   s$close()
   expect_false(s$is_alive())
   expect_error(s$execute("1"), "Session is not running")
+})
+
+test_that("restart recovers a SecureSession whose server died", {
+  skip_without_engine()
+  s <- api$SecureSession$new(sandbox = TRUE)
+  on.exit(s$close())
+  s$execute("v <- 1")
+  server <- s$.__enclos_env__$private$session$.__enclos_env__$private$server
+  server$process$kill()
+  server$process$wait(2000)
+  expect_error(s$execute("v"))
+  s$restart()
+  expect_true(s$is_alive())
+  expect_equal(s$execute("1 + 1"), 2)
 })
 
 test_that("SecureSessionPool: execute, acquire, status, reset between uses", {

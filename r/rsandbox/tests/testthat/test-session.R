@@ -131,3 +131,31 @@ test_that("an interrupt stops the running code and keeps the session", {
   expect_true(e$state_kept)
   expect_equal(as.numeric(s$execute("kept")), 99)
 })
+
+test_that("tool wrappers are locked bindings: the code cannot replace them for later calls", {
+  skip_without_engine()
+  s <- sandbox_session(tools = list(sandbox_tool("add", function(a, b) a + b, "adds", list(a = "numeric", b = "numeric"))))
+  on.exit(s$close())
+  for (code in c("add <- function(a, b) 0", "assign('add', function(a, b) 0, envir = globalenv())")) {
+    e <- tryCatch(s$execute(code), rsandbox_eval_error = function(e) e)
+    expect_s3_class(e, "rsandbox_eval_error")
+    expect_match(conditionMessage(e), "cannot change value of locked binding for 'add'", fixed = TRUE)
+  }
+  expect_equal(as.numeric(s$execute("add(2, 3)")), 5)
+  e <- tryCatch(s$execute("add('two', 3)"), rsandbox_eval_error = function(e) e)
+  expect_match(conditionMessage(e), "Tool 'add': argument 'a' must be numeric, got character", fixed = TRUE)
+  # A snapshot leaves the tools out; the restored session has its own, locked again.
+  s$execute("x <- 1")
+  r <- sandbox_session(tools = list(sandbox_tool("add", function(a, b) a - b, "subtracts",
+                                                 list(a = "numeric", b = "numeric"))), restore = s$snapshot())
+  on.exit(r$close(), add = TRUE)
+  expect_equal(as.numeric(r$execute("add(x, 3)")), -2)
+  # Under a function allowlist the code runs in an environment of its own: locked there too.
+  profile <- tempfile(fileext = ".toml")
+  writeLines('functions = ["arithmetic"]', profile)
+  a <- sandbox_session(tools = list(sandbox_tool("add", function(a, b) a + b, "adds", list(a = "numeric", b = "numeric"))),
+                       profile = profile)
+  on.exit(a$close(), add = TRUE)
+  expect_error(a$execute("add <- function(a, b) 0"), "locked binding", class = "rsandbox_eval_error")
+  expect_equal(as.numeric(a$execute("add(2, 2)")), 4)
+})
