@@ -19,7 +19,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 FRONT = "mcp"
+# The server runs as node `conformance` (RSANDBOX_NODE_ID): NEVER has its tag, ELSEWHERE
+# another replica's.
 NEVER = "s-conformance-00000000000000000000000000000000"
+ELSEWHERE = "s-elsewhere-00000000000000000000000000000000"
 
 
 class Error:
@@ -62,7 +65,7 @@ class Mcp:
 
     async def start(self):
         self.stack = contextlib.AsyncExitStack()
-        params = StdioServerParameters(command=self.binary, args=["mcp"], env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        params = StdioServerParameters(command=self.binary, args=["mcp"], env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "RSANDBOX_NODE_ID": "conformance"})
         read, write = await self.stack.enter_async_context(stdio_client(params))
         self.session = await self.stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
@@ -227,7 +230,7 @@ class Ids:
 
     def session(self, step):
         name = step.get("session", "main")
-        return NEVER if name == "@never" else self.sessions[name]
+        return {"@never": NEVER, "@elsewhere": ELSEWHERE}.get(name) or self.sessions[name]
 
 
 async def run_step(front, step, ids):

@@ -301,6 +301,10 @@ pub(crate) struct HttpCapArgs {
     /// Log lines on stderr: `json` (one object per line) or `text`.
     #[arg(long, default_value = "json", value_parser = ["json", "text"], requires = "http")]
     log_format: String,
+    /// A directory the replicas share: at SIGTERM, once running requests are done, each
+    /// live session is saved there, and a replica later asked for it restores it.
+    #[arg(long, value_name = "DIR", requires = "http")]
+    snapshot_dir: Option<PathBuf>,
 }
 
 impl HttpCapArgs {
@@ -738,10 +742,18 @@ fn serve(
         None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
         Some(addr) => {
             cap_args.start_logging();
-            fronts::http::serve(engine, addr, tokens, caps, cap_args.connections(), |bound| {
-                // The first line, plain, for scripts waiting for the address.
-                eprintln!("rsandbox serve: listening on http://{bound}");
-            })
+            fronts::http::serve(
+                engine,
+                addr,
+                tokens,
+                caps,
+                cap_args.connections(),
+                cap_args.snapshot_dir.clone(),
+                |bound| {
+                    // The first line, plain, for scripts waiting for the address.
+                    eprintln!("rsandbox serve: listening on http://{bound}");
+                },
+            )
             .map_err(anyhow::Error::msg)?
         }
     }

@@ -25,7 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A well-formed session id no server handed out.
+/// Every server this suite starts is node `conformance` (RSANDBOX_NODE_ID): this id has
+/// its tag and was never handed out; [`ELSEWHERE`] is another replica's.
 const NEVER: &str = "s-conformance-00000000000000000000000000000000";
+const ELSEWHERE: &str = "s-elsewhere-00000000000000000000000000000000";
 /// The longest any single step may take before the runner gives up on it.
 const STEP_LIMIT: Duration = Duration::from_secs(120);
 
@@ -258,6 +261,7 @@ impl Ids {
     fn session(&self, step: &Value) -> String {
         match step["session"].as_str().unwrap_or("main") {
             "@never" => NEVER.to_string(),
+            "@elsewhere" => ELSEWHERE.to_string(),
             name => self.sessions.get(name).cloned().unwrap_or_else(|| panic!("no session {name:?} made yet")),
         }
     }
@@ -544,6 +548,7 @@ fn drain(stderr: impl Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
 fn server_command(args: &[&str]) -> Command {
     let mut command = Command::new(binary());
     command.args(args).env_clear().env("PATH", "/usr/bin:/bin").env("LANG", "C.UTF-8").current_dir("/");
+    command.env("RSANDBOX_NODE_ID", "conformance");
     command
 }
 

@@ -4,69 +4,10 @@
 //! arrive in R with its classes and come back in the typed encoding, changed as the code
 //! changed it. Needs `cargo build --workspace` first (the zygote binary).
 
+mod common;
+
+use common::http_server::HttpServer;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-/// `rsandbox serve --http` on a free local port, killed when dropped.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
-            .args(["serve", "--http", "127.0.0.1:0", "--log-format", "text"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("rsandbox serve --http starts");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "serve --http ended before it said where it listens");
-            if let Some(url) = line.split(|c: char| c.is_whitespace() || c == '"').find(|w| w.starts_with("http://")) {
-                break url.trim_start_matches("http://").trim_end_matches('/').to_string();
-            }
-        };
-        // Keep reading its log so that the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Server { child, addr }
-    }
-
-    /// One request with a JSON body; the status and the JSON answer.
-    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-        let bytes = body.to_string();
-        write!(
-            stream,
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{bytes}",
-            self.addr,
-            bytes.len()
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-        assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a JSON answer has a length");
-        let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status");
-        (status, serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}")))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
 
 /// Grades with a factor, the days they were handed in (a Date, one missing) and scores.
 fn frame() -> Value {
@@ -112,7 +53,7 @@ fn result_of(status: u16, answer: &Value) -> &Value {
 
 #[test]
 fn globals_and_args_survive_post_eval_and_a_session_execute_both_ways() {
-    let server = Server::start();
+    let server = HttpServer::start(&[], &[]);
 
     // POST /v1/eval: R sees the classes...
     let (status, answer) = server.post("/v1/eval", &json!({"code": CHANGE, "globals": {"d": frame()}}));

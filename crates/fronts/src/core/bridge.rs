@@ -45,6 +45,8 @@ pub struct ToolBridge {
     closed: Mutex<Option<String>>,
     /// What a call made while nobody listens is told (the front's remedy).
     no_listener: &'static str,
+    /// The tools' descriptions (to carry the session to another replica).
+    specs: Mutex<Vec<ToolSpec>>,
 }
 
 /// The execute a bridge sends calls to, until dropped.
@@ -64,11 +66,13 @@ impl ToolBridge {
             pending: Mutex::default(),
             closed: Mutex::default(),
             no_listener,
+            specs: Mutex::default(),
         })
     }
 
     /// The session's tools, their handlers crossing this bridge.
     pub fn tools(self: &Arc<Self>, specs: Vec<ToolSpec>) -> Result<Vec<Tool>, String> {
+        self.specs.lock().expect("specs").extend(specs.iter().cloned());
         specs
             .into_iter()
             .map(|spec| {
@@ -77,6 +81,11 @@ impl ToolBridge {
                 Tool::new(spec, move |args| bridge.call(&name, Value::Object(args.clone())))
             })
             .collect()
+    }
+
+    /// The descriptions of the tools this bridge serves.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.lock().expect("specs").clone()
     }
 
     /// Send tool calls to `sink` until the guard drops; none waits past `deadline`.

@@ -32,6 +32,9 @@ pub enum ErrorCode {
     UnknownSession,
     /// A session closed by the server for idleness (said to its owner only).
     SessionClosed,
+    /// A session id of another node (replica): the replica that held it is gone (or the
+    /// balancer sent the request astray), and its state with it.
+    SessionLost,
     /// A tool result nobody waits for.
     UnknownCall,
     /// The route exists, not with this method.
@@ -50,7 +53,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for tests and the schema.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::ParseError,
         ErrorCode::InvalidRequest,
         ErrorCode::UnknownOp,
@@ -60,6 +63,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::UnknownSession,
         ErrorCode::SessionClosed,
+        ErrorCode::SessionLost,
         ErrorCode::UnknownCall,
         ErrorCode::MethodNotAllowed,
         ErrorCode::Busy,
@@ -81,6 +85,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::UnknownSession => "unknown_session",
             ErrorCode::SessionClosed => "session_closed",
+            ErrorCode::SessionLost => "session_lost",
             ErrorCode::UnknownCall => "unknown_call",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::Busy => "busy",
@@ -99,7 +104,7 @@ impl ErrorCode {
             ErrorCode::NotFound | ErrorCode::UnknownSession | ErrorCode::UnknownCall | ErrorCode::UnknownOp => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Busy => 409,
-            ErrorCode::SessionClosed => 410,
+            ErrorCode::SessionClosed | ErrorCode::SessionLost => 410,
             ErrorCode::TooLarge | ErrorCode::LineTooLong => 413,
             ErrorCode::RateLimited => 429,
             ErrorCode::EngineError => 500,
@@ -132,6 +137,7 @@ impl ErrorCode {
             | ErrorCode::NotFound
             | ErrorCode::UnknownSession
             | ErrorCode::SessionClosed
+            | ErrorCode::SessionLost
             | ErrorCode::UnknownCall
             | ErrorCode::MethodNotAllowed
             | ErrorCode::Unauthorized => EXIT_BAD_INPUT,

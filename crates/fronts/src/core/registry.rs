@@ -94,6 +94,11 @@ impl Entry {
         std::mem::replace(&mut *self.session.lock().expect("session"), Arc::new(fresh))
     }
 
+    /// The name of the token that owns it.
+    pub fn owner_token(&self) -> &str {
+        &self.owner.token
+    }
+
     /// Whether an execute runs in it now.
     pub fn is_executing(&self) -> bool {
         self.executing.load(Ordering::SeqCst)
@@ -208,9 +213,15 @@ impl Registry {
 
     /// Keep a new session of `owner`, or refuse over a cap (the session then ends).
     pub fn insert(&self, owner: &Owner, new: NewEntry) -> Result<String, ServiceError> {
+        let id = new.session.id().to_string();
+        self.insert_as(owner, id, new)
+    }
+
+    /// As [`Self::insert`], under an id clients already hold (a session carried over
+    /// from another replica keeps its id; its engine session is a new one).
+    pub fn insert_as(&self, owner: &Owner, id: String, new: NewEntry) -> Result<String, ServiceError> {
         let mut open = self.open.lock().expect("sessions");
         self.check_caps(&open, owner)?;
-        let id = new.session.id().to_string();
         let entry = Entry {
             id: id.clone(),
             session: Mutex::new(Arc::new(new.session)),
@@ -239,6 +250,11 @@ impl Registry {
         }
     }
 
+    /// Every open session, whoever owns it (to save them at shutdown).
+    pub fn entries(&self) -> Vec<Arc<Entry>> {
+        self.open.lock().expect("sessions").values().cloned().collect()
+    }
+
     /// Whether session `id` is open (whoever owns it).
     pub fn contains(&self, id: &str) -> bool {
         self.open.lock().expect("sessions").contains_key(id)
@@ -247,6 +263,20 @@ impl Registry {
     /// Why `owner` cannot reach `id`: closed for idleness (said only to its own token),
     /// else unknown, in the same words whether it exists for someone else or not.
     pub fn gone(&self, owner: &Owner, id: &str) -> ServiceError {
+        // Another replica's id (its node tag is not ours): whatever it was, it is not
+        // here and cannot be; say so rather than "unknown", so that a client behind a
+        // balancer knows its session's replica went away. (Any id of that shape gets this
+        // answer, so it tells nothing about whether such a session existed.)
+        if let Some(node) = rsandbox::ids::node_of(id).filter(|node| *node != rsandbox::ids::node()) {
+            return ServiceError::new(
+                ErrorCode::SessionLost,
+                format!(
+                    "session {} was held by replica {node}, which no longer serves it (stopped or killed): \
+                     its state is gone; start a new session",
+                    rsandbox::quote_excerpt(id)
+                ),
+            );
+        }
         let closed = self.idle_closed.lock().expect("idle-closed");
         match closed.iter().rev().find(|(h, token, _)| h == id && *token == owner.token) {
             Some((_, _, idle)) => ServiceError::new(

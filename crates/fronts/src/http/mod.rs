@@ -28,6 +28,7 @@
 //! Bearer`. Every response carries `x-request-id`, also in each log line of its
 //! request (`observe.rs`).
 
+mod carry_over;
 mod errors;
 mod jobs;
 mod observe;
@@ -55,26 +56,49 @@ use std::sync::Arc;
 /// every session is closed and the function returns. Work still running then is
 /// abandoned: when the process exits, the zygote sees its channel close and kills
 /// every sandbox.
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     engine: rsandbox::Engine,
     addr: SocketAddr,
     tokens: Option<Tokens>,
     caps: HttpCaps,
     connections: ConnectionLimits,
+    snapshot_dir: Option<std::path::PathBuf>,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), String> {
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
+    let carry_over = snapshot_dir.map(carry_over::CarryOver::new).transpose()?;
     engine.verify_lockdown().map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let served = runtime.block_on(async move {
-        let state = Arc::new(state::AppState::new(engine, tokens, caps));
+        let state = Arc::new(state::AppState::new(engine, tokens, caps, carry_over));
         let app = routes::router(state.clone());
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         ready(bound);
         tracing::info!(address = %bound, "listening");
-        crate::listen::run(listener, app, connections, crate::shutdown::stop_signal()).await;
+        let stop = {
+            let state = state.clone();
+            async move {
+                crate::shutdown::stop_signal().await;
+                // Before the listener closes: requests for this replica's sessions that
+                // reach another one from now on wait for them to be saved.
+                if let Some(carry) = &state.carry_over {
+                    carry.begin_drain();
+                }
+            }
+        };
+        crate::listen::run(listener, app, connections, stop).await;
+        if state.carry_over.is_some() {
+            // Snapshots are exchanges with sandboxes: off the async threads.
+            let saving = state.clone();
+            let (saved, failed) =
+                tokio::task::spawn_blocking(move || saving.carry_over.as_ref().map_or((0, 0), |c| c.save_all(&saving)))
+                    .await
+                    .unwrap_or((0, 0));
+            tracing::info!(saved, failed, "sessions saved for the other replicas");
+        }
         // Every session's sandbox ends with the state.
         state.close_all();
         Ok(())

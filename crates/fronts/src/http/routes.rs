@@ -215,6 +215,7 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/sessions/{id}/files", get(list_files))
         .route("/v1/sessions/{id}/files/{*path}", get(get_file).put(put_file))
         .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn(affinity))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .merge(api)
@@ -250,6 +251,24 @@ async fn authorize(State(state): State<Arc<AppState>>, mut request: Request, nex
     };
     // For the log line, which is written outside this layer.
     response.extensions_mut().insert(Caller(caller));
+    response
+}
+
+/// Every successful answer about a session names it in the `x-rsandbox-session` header,
+/// as its creation did: a balancer that learns affinity from responses then follows a
+/// session that another replica restored after its own replica stopped.
+async fn affinity(request: Request, next: Next) -> Response {
+    let session = request
+        .uri()
+        .path()
+        .strip_prefix("/v1/sessions/")
+        .and_then(|rest| rest.split('/').next())
+        .filter(|id| rsandbox::ids::node_of(id).is_some())
+        .and_then(|id| header::HeaderValue::from_str(id).ok());
+    let mut response = next.run(request).await;
+    if let Some(id) = session.filter(|_| response.status().is_success()) {
+        response.headers_mut().entry(SESSION_HEADER).or_insert(id);
+    }
     response
 }
 
@@ -468,7 +487,7 @@ async fn execute(
         Some(t) => rsandbox::limits::timeout_secs(t).map_err(rsandbox::EngineError::from)?,
     };
     state.caps.check_timeout(timeout)?;
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     let executing = entry.start_execute()?;
     let admitted = state.admit(&caller)?;
     let options = ExecuteOptions {
@@ -527,7 +546,7 @@ async fn tool_result(
         (None, Some(error)) => Err(error),
         (Some(_), Some(_)) => return Err(ApiError::bad_input("give value or error, not both")),
     };
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     if !entry.bridge.answer(&call, answer) {
         return Err(ApiError::new(
             crate::core::ErrorCode::UnknownCall,
@@ -546,7 +565,7 @@ async fn snapshot(
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
 ) -> AppResult<Json<Snapshot>> {
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     let (snapshot, not_saved) = blocking(move || Ok(entry.session().snapshot()?)).await?;
     Ok(Json(Snapshot { snapshot, not_saved }))
 }
@@ -559,7 +578,7 @@ async fn interrupt(
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
 ) -> AppResult<Json<Interrupted>> {
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     Ok(Json(Interrupted { interrupted: entry.session().interrupt() }))
 }
 
@@ -584,7 +603,7 @@ async fn list_files(
     Extension(Caller(caller)): Extension<Caller>,
     Path(id): Path<String>,
 ) -> AppResult<Json<FileList>> {
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     let (files, truncated) = blocking(move || Ok(entry.session().list_files()?)).await?;
     let files = files.into_iter().map(|f| FileInfo { path: f.path, size: f.size }).collect();
     Ok(Json(FileList { files, truncated }))
@@ -615,7 +634,7 @@ async fn get_file(
     Path((id, path)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> AppResult<Response> {
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     let file = blocking(move || Ok(entry.session().get_file(&path)?)).await?;
     if wants_raw(&headers) {
         use base64::Engine as _;
@@ -638,7 +657,7 @@ async fn put_file(
     Path((id, path)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> AppResult<Json<FileWritten>> {
-    let entry = state.session(&caller, &id)?;
+    let entry = state.session(&caller, &id).await?;
     let size = blocking({
         let path = path.clone();
         move || Ok(entry.session().put_file(&path, &body)?)

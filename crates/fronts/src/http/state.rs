@@ -34,6 +34,8 @@ pub struct AppState {
     /// The last readiness check and when it was made (`/readyz`); the async lock makes
     /// callers that arrive during a check wait for its answer instead of starting more.
     ready: tokio::sync::Mutex<Option<(Instant, Result<(), ApiError>)>>,
+    /// Where sessions are saved at a graceful stop and restored from (`--snapshot-dir`).
+    pub(super) carry_over: Option<super::carry_over::CarryOver>,
 }
 
 /// How long a readiness answer is reused: `/readyz` starts at most one test sandbox in
@@ -57,7 +59,12 @@ impl Drop for InFlight {
 }
 
 impl AppState {
-    pub fn new(engine: Engine, tokens: Option<Tokens>, caps: HttpCaps) -> AppState {
+    pub fn new(
+        engine: Engine,
+        tokens: Option<Tokens>,
+        caps: HttpCaps,
+        carry_over: Option<super::carry_over::CarryOver>,
+    ) -> AppState {
         AppState {
             engine,
             tokens,
@@ -69,6 +76,7 @@ impl AppState {
             minute: Mutex::default(),
             busy: AtomicUsize::new(0),
             ready: tokio::sync::Mutex::new(None),
+            carry_over,
         }
     }
 
@@ -134,9 +142,28 @@ impl AppState {
         self.sessions.may_open(&Owner::token(owner))
     }
 
-    /// The session `id` of `owner` (404 for another token's, as for none).
-    pub fn session(&self, owner: &str, id: &str) -> Result<InUse, ApiError> {
-        self.sessions.acquire(&Owner::token(owner), id)
+    /// The session `id` of `owner` (404 for another token's, as for none; 410 for
+    /// another replica's that no replica saved). With `--snapshot-dir`, a session another
+    /// replica saved when it stopped is restored here first.
+    pub async fn session(self: &Arc<Self>, owner: &str, id: &str) -> Result<InUse, ApiError> {
+        let owner_of = Owner::token(owner);
+        let missing = match self.sessions.acquire(&owner_of, id) {
+            Ok(entry) => return Ok(entry),
+            Err(missing) => missing,
+        };
+        if self.carry_over.is_none() {
+            return Err(missing);
+        }
+        let (state, owner, id2) = (self.clone(), owner.to_string(), id.to_string());
+        let restored = tokio::task::spawn_blocking(move || {
+            state.carry_over.as_ref().is_some_and(|carry| carry.restore(&state, &owner, &id2))
+        })
+        .await
+        .unwrap_or(false);
+        if restored {
+            return self.sessions.acquire(&owner_of, id);
+        }
+        Err(missing)
     }
 
     /// Sessions open.

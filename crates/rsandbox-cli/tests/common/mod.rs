@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 pub mod container;
+pub mod http_server;
 pub use container::*;
 use std::fmt;
 use std::fs;
@@ -44,6 +45,8 @@ pub enum Who {
 /// ```ignore
 /// both!(fn lm_coefficients(who) { ... });
 /// ```
+// Not every test file that shares these helpers runs as both users.
+#[allow(unused_macros)]
 macro_rules! both {
     ($(#[$meta:meta])* fn $name:ident($who:ident) $body:block) => {
         $(#[$meta])*
