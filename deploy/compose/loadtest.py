@@ -145,6 +145,8 @@ def main():
     parser.add_argument("--clients", type=int, default=6, help="half stateless, half with sessions")
     parser.add_argument("--json", help="write the report here too")
     parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--no-carry-over", dest="carry_over", action="store_false",
+                        help="the replicas run without --snapshot-dir: a drained replica's sessions are lost")
     args = parser.parse_args()
     # One token per client (up.sh writes eight): the per-token rate limit stays a limit
     # of one client's, as in real use.
@@ -243,8 +245,10 @@ def main():
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     s = report["sessions"]
+    killed_answers = {s.lost_status for s in group(killed)}
     failed = (s["surviving_with_errors"] > 0 or s["lost_on_kill"] != s["on_killed_replica"]
-              or s["restarted_count"] > 0)
+              or s["restarted_count"] > 0 or killed_answers != {(410, "session_lost")}
+              or (args.carry_over and s["carried_over_on_drain"] != s["on_drained_replica"]))
     print("loadtest: " + ("FAILED" if failed else "passed"))
     return 1 if failed else 0
 
