@@ -446,7 +446,8 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 
 # The user's calls from `calls` (sys.calls() in the error handler), outermost
 # first: what came after the top-level eval(), without the handler's own frame
-# and R's .handleSimpleError(). Empty for an error in top-level code.
+# and R's .handleSimpleError(). For an error raised by top-level code, the
+# call that raised it (`stop("top")`), as traceback() shows it.
 .rsb_error_trace <- function(calls) {
   if (is.null(calls)) return(character())
   tops <- which(vapply(calls, identical, logical(1), .rsb_toplevel_call))
@@ -456,6 +457,10 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   while (length(calls) && identical(calls[[length(calls)]][[1L]], quote(.handleSimpleError))) {
     calls <- calls[-length(calls)]
   }
+  # A warning made an error (options(warn = 2)): R's own signalling frames from
+  # .signalSimpleWarning on are machinery, not the user's calls.
+  signalled <- which(vapply(calls, function(call) identical(call[[1L]], quote(.signalSimpleWarning)), logical(1)))
+  if (length(signalled)) calls <- calls[seq_len(signalled[1L] - 1L)]
   calls <- utils::tail(calls, .rsb_trace_calls)
   vapply(calls, function(call) {
     line <- paste(deparse(call, width.cutoff = 200L, nlines = 1L), collapse = "")

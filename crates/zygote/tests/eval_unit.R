@@ -274,13 +274,15 @@ local({
   # --- evaluation: runtime errors -------------------------------------------
   check_run("eval: error message and call",
             "f <- function() stop(\"boom\"); f()",
-            result_json(status = "error", error = "{\"message\":\"boom\",\"call\":\"f()\"}"))
+            result_json(status = "error", error = paste0(
+              "{\"message\":\"boom\",\"call\":\"f()\",",
+              "\"trace\":[\"f()\",\"stop(\\\"boom\\\")\"]}")))
   check_run("eval: top-level stop has no call", "stop('top')",
-            result_json(status = "error", error = "{\"message\":\"top\",\"call\":null}"))
+            result_json(status = "error", error = "{\"message\":\"top\",\"call\":null,\"trace\":[\"stop(\\\"top\\\")\"]}"))
   r <- check_run("eval: stops at first error",
                  "a <- 1\n5\nstop('halt')\ncat('after\\n')\na <- 2",
                  result_json(status = "error", value = "5",
-                             error = "{\"message\":\"halt\",\"call\":null}"))
+                             error = "{\"message\":\"halt\",\"call\":null,\"trace\":[\"stop(\\\"halt\\\")\"]}"))
   check_equal("eval: later expressions not run (stdout)", r$stdout, "[1] 5")
   check("eval: later expressions not run (state)", identical(get("a", envir = globalenv()), 1))
   check_run("eval: error while auto-printing",
@@ -296,12 +298,14 @@ local({
   check_run("eval: memory_limit",
             "x <- numeric(1e12)",
             result_json(status = "memory_limit",
-                        error = "{\"message\":\"cannot allocate vector of size 7450.6 Gb\",\"call\":null}"))
+                        error = paste0("{\"message\":\"cannot allocate vector of size 7450.6 Gb\",\"call\":null,",
+                                       "\"trace\":[\"numeric(1e+12)\"]}")))
   check_run("eval: process_limit",
             "stop('unable to fork, possible reason: Resource temporarily unavailable')",
             result_json(status = "process_limit", error = paste0(
               "{\"message\":\"unable to fork, possible reason: Resource temporarily unavailable\",",
-              "\"call\":null}")))
+              "\"call\":null,\"trace\":[\"stop(\\\"unable to fork, possible reason: Resource temporarily ",
+              "unavailable\\\")\"]}")))
   check_equal("classify: popen failure", sb$.rsb_error_status(
     "cannot popen 'ls', probable reason 'Cannot allocate memory'", character()), "process_limit")
   check_equal("classify: pipe() failure reported in a warning", sb$.rsb_error_status(
@@ -331,7 +335,7 @@ local({
   check_run("eval: warnings before an error kept",
             "warning('first'); stop('second')",
             result_json(status = "error", warnings = "[{\"message\":\"first\",\"call\":null}]",
-                        error = "{\"message\":\"second\",\"call\":null}"))
+                        error = "{\"message\":\"second\",\"call\":null,\"trace\":[\"stop(\\\"second\\\")\"]}"))
 
   # --- evaluation: RNG -------------------------------------------------------
   seeded <- run("set.seed(1); runif(2)")$json
