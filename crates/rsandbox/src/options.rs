@@ -7,8 +7,10 @@ use std::time::Duration;
 /// Largest code accepted (1 MiB).
 pub const MAX_CODE_BYTES: usize = 1 << 20;
 
-/// Limits for one evaluation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Limits for one evaluation. Serializable as plain data (a session carried to another
+/// replica keeps its limits).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EvalOptions {
     /// Wall-clock deadline; the child and everything it started is killed at it.
     pub timeout: Duration,

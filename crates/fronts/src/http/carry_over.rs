@@ -41,53 +41,9 @@ struct Saved {
     version: u32,
     session: String,
     owner: String,
-    limits: SavedLimits,
+    limits: EvalOptions,
     tools: Vec<ToolSpec>,
     snapshot: String,
-}
-
-/// A session's limits as saved (the engine's [`EvalOptions`], in plain numbers).
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SavedLimits {
-    timeout_ms: u64,
-    cpu_seconds: Option<u64>,
-    memory: Option<u64>,
-    file_size: Option<u64>,
-    disk: Option<u64>,
-    processes: Option<u64>,
-    open_files: Option<u64>,
-    max_output: u64,
-}
-
-impl From<&EvalOptions> for SavedLimits {
-    fn from(o: &EvalOptions) -> SavedLimits {
-        SavedLimits {
-            timeout_ms: o.timeout.as_millis().try_into().unwrap_or(u64::MAX),
-            cpu_seconds: o.cpu_seconds,
-            memory: o.memory,
-            file_size: o.file_size,
-            disk: o.disk,
-            processes: o.processes,
-            open_files: o.open_files,
-            max_output: o.max_output,
-        }
-    }
-}
-
-impl SavedLimits {
-    fn options(&self) -> EvalOptions {
-        EvalOptions {
-            timeout: Duration::from_millis(self.timeout_ms),
-            cpu_seconds: self.cpu_seconds,
-            memory: self.memory,
-            file_size: self.file_size,
-            disk: self.disk,
-            processes: self.processes,
-            open_files: self.open_files,
-            max_output: self.max_output,
-        }
-    }
 }
 
 /// The shared directory, and the lock that makes one restore at a time on this replica
@@ -133,7 +89,7 @@ impl CarryOver {
                     version: VERSION,
                     session: entry.id.clone(),
                     owner: entry.owner_token().to_string(),
-                    limits: SavedLimits::from(&entry.options),
+                    limits: entry.options.clone(),
                     tools: entry.bridge.specs(),
                     snapshot,
                 };
@@ -222,7 +178,7 @@ impl CarryOver {
         if saved.owner != owner {
             return Err(Unclaim("another token's".into()));
         }
-        let options = saved.limits.options();
+        let options = saved.limits;
         // The saved limits were within the caps of the replica that made the session;
         // hold them to this one's too.
         if options.memory.is_some_and(|m| m > state.caps.max_memory)
