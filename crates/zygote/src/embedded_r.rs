@@ -50,6 +50,11 @@ impl EmbeddedR {
             }
             R_Interactive = 0;
         }
+        // R set its options while it still counted as interactive; Rscript's is
+        // `keep.source = interactive()`, FALSE. (Code may still turn it on: eval.R then
+        // keeps the source of what follows, as Rscript does.)
+        // SAFETY: R is initialised; the base environment is a valid SEXP.
+        eval_source_in("options(keep.source = FALSE)", unsafe { R_BaseEnv })?;
         set_c_stack_limit();
         // SAFETY: R is initialised; the base environment is a valid SEXP.
         let base = unsafe { R_BaseEnv };

@@ -363,9 +363,20 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   visible <- FALSE
   err <- NULL
   interrupted <- FALSE
+  # The code parsed again with source references, when first needed (below).
+  sourced <- NULL
   for (i in seq_along(exprs)) {
     .rsb_state$warned <- list()
-    step <- .rsb_eval_toplevel(exprs[[i]], log)
+    expr <- exprs[[i]]
+    # Rscript parses each top-level expression as it reaches it, so once code sets
+    # options(keep.source = TRUE) the functions it defines after that keep their
+    # source. The whole code is parsed first here (a syntax error runs nothing), so
+    # the expression is taken from a parse with source references instead.
+    if (isTRUE(getOption("keep.source"))) {
+      if (is.null(sourced)) sourced <- parse(text = code, keep.source = TRUE, encoding = "UTF-8")
+      expr <- sourced[[i]]
+    }
+    step <- .rsb_eval_toplevel(expr, log)
     # As R's REPL: warnings() (last.warning) holds the last top-level call's warnings.
     if (length(.rsb_state$warned)) .rsb_set_last_warning(.rsb_state$warned)
     if (isTRUE(step$interrupted)) {
@@ -374,9 +385,16 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
       break
     }
     if (!is.null(step$error)) {
-      err <- step$error
       visible <- FALSE
-      break
+      on_error <- getOption("error")
+      if (is.null(on_error)) {
+        err <- step$error
+        break
+      }
+      # As Rscript under options(error = ...): the error is reported on stderr, the
+      # option runs, and the next top-level expression follows.
+      .rsb_continue_after_error(step$error, on_error)
+      next
     }
     visible <- step$visible
     # Without echo, as eval() would: the last value, visible or not.
@@ -437,6 +455,29 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # Conditions raised directly in top-level code report the eval() call above
 # as their call; Rscript reports no call for them.
 .rsb_toplevel_call <- quote(eval(toplevel_expr, .rsb_env()))
+
+# What Rscript does with a top-level error when options(error) is set: print it
+# as R's default handler does ("Error in <call> : <message>", or "Error: ..."),
+# then run the option (an expression or a function); an error in it is reported
+# the same way and otherwise ignored.
+.rsb_continue_after_error <- function(error, on_error) {
+  call <- error$call
+  prefix <- if (is.null(call) || is.na(call)) "Error: " else {
+    p <- paste0("Error in ", call, " : ")
+    first <- strsplit(error$message, "\n", fixed = TRUE)[[1L]][1L]
+    # R breaks the line when call and message together are long.
+    if (14L + nchar(call, type = "w") + nchar(if (is.na(first)) "" else first, type = "w") > 75L) paste0(p, "\n  ") else p
+  }
+  cat(prefix, error$message, "\n", sep = "", file = stderr())
+  ran <- tryCatch({
+    if (is.function(on_error)) on_error() else eval(on_error, .rsb_env())
+    NULL
+  }, error = function(e) e)
+  if (inherits(ran, "error")) {
+    cat("Error in options(\"error\") : ", conditionMessage(ran), "\n", sep = "", file = stderr())
+  }
+  invisible()
+}
 
 # At most this many calls of an error's stack travel back (the innermost ones),
 # each deparsed to one line of at most .rsb_trace_width characters: text for

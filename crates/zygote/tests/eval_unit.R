@@ -332,6 +332,17 @@ local({
               "{\"message\":\"(converted from warning) NAs introduced by coercion\",",
               "\"call\":null}")))
   options(warn = 0)
+  r <- check_run("eval: under options(error), Rscript goes on after an error",
+                 "options(error = expression(NULL))\nf <- function() stop('first')\nf()\nstop('second')\nx <- 2\nx",
+                 result_json(value = "2", visible = TRUE))
+  check_equal("eval: options(error): each error reported on stderr as R does", r$stderr,
+              c("Error in f() : first", "Error: second"))
+  options(error = NULL)
+  check_run("eval: functions keep their source once code turns keep.source on",
+            paste0("options(keep.source = TRUE)\nf <- function(x) {\n  x # kept\n}\n",
+                   "!is.null(attr(f, 'srcref')) && any(grepl('# kept', deparse(f, control = 'useSource')))"),
+            result_json(value = "true", visible = TRUE))
+  options(keep.source = FALSE)
   check_run("eval: warnings before an error kept",
             "warning('first'); stop('second')",
             result_json(status = "error", warnings = "[{\"message\":\"first\",\"call\":null}]",
