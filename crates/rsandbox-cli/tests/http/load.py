@@ -51,8 +51,9 @@ async def main():
     with tempfile.NamedTemporaryFile("w", delete=False) as f:
         f.write(f"load:{TOKEN}\n")
     os.chmod(f.name, 0o600)
+    # Node "load": the made-up ids s-load-… below are this server's own, never handed out.
     server = Server(BINARY, "--token-file", f.name, "--max-in-flight-per-token", "64",
-                    "--max-requests-per-minute-per-token", "1000000")
+                    "--max-requests-per-minute-per-token", "1000000", node="load")
     auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
         limits = httpx2.Limits(max_connections=CONNECTIONS)

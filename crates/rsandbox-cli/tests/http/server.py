@@ -13,8 +13,11 @@ ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 class Server:
-    def __init__(self, binary, *args):
-        self.proc = subprocess.Popen([binary, "serve", "--http", "127.0.0.1:0", "--prefork", "2", *args], env=ENV,
+    def __init__(self, binary, *args, node=None):
+        # node: the server's node tag (RSANDBOX_NODE_ID); ids of another node are
+        # session_lost (410), of its own and unknown, unknown_session (404).
+        env = dict(ENV, RSANDBOX_NODE_ID=node) if node else ENV
+        self.proc = subprocess.Popen([binary, "serve", "--http", "127.0.0.1:0", "--prefork", "2", *args], env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
         found = re.search(r"listening on (http://\S+)", line)
