@@ -1558,6 +1558,7 @@ fn apply_private_root(caller: Caller) {
 fn record_lock(fd: RawFd, cmd: libc::c_int, l_type: libc::c_int) -> io::Result<libc::flock> {
     let mut lock =
         libc::flock { l_type: l_type as i16, l_whence: libc::SEEK_SET as i16, l_start: 0, l_len: 0, l_pid: 0 };
+    // SAFETY: `lock` is a live, writable flock for the call; a bad fd is only an error.
     match unsafe { libc::fcntl(fd, cmd, &mut lock) } {
         -1 => Err(io::Error::last_os_error()),
         _ => Ok(lock),
@@ -1604,6 +1605,8 @@ fn apply_private_root_keeps_record_locks_private(caller: Caller) {
     let sync_fd = sandbox_end.as_raw_fd();
     let (tree_file, single_file, root) = (tree.0.join("shared"), single.0.join("shared"), ws.root.clone());
     let child = spawn(caller, move || {
+        // SAFETY: in the forked child, fd 3 is free to take (the lockdown keeps fds below 4)
+        // and `sync_fd` is the socket the parent made before the fork.
         expect_ok("dup2 to 3", unsafe { libc::dup2(sync_fd, 3) }.into())?;
         check_eq("private_root reported", apply(&policy, &filters, parent)?.private_root, true)?;
         let posix = io_ok("open the tree's file", fs::File::open(&tree_file))?;
@@ -1612,6 +1615,7 @@ fn apply_private_root_keeps_record_locks_private(caller: Caller) {
         let held = record_lock(ofd.as_raw_fd(), libc::F_OFD_SETLKW, libc::F_RDLCK);
         io_ok("F_OFD_SETLKW F_RDLCK on the single file", held)?;
         // Holding both: the host tries its write locks now.
+        // SAFETY: fd 3 is the socket dup2'd above, owned by nothing else in this child.
         let mut sync = unsafe { <UnixStream as std::os::fd::FromRawFd>::from_raw_fd(3) };
         io_ok("tell the host", sync.write_all(b"L"))?;
         let mut answer = [0u8; 1];
@@ -1684,10 +1688,13 @@ fn apply_without_private_root_refuses_record_locks_and_by_path_metadata(caller: 
         }
         io_ok("create a file", fs::write(&mine, "x"))?;
         let path = std::ffi::CString::new(mine.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that outlives both calls; a null times
+        // pointer means "now".
         expect_errno("chmod", unsafe { libc::chmod(path.as_ptr(), 0o600) }.into(), libc::EPERM)?;
         let now = unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), std::ptr::null(), 0) };
         expect_errno("utimensat by path", now.into(), libc::EPERM)?;
         let file = io_ok("open it", fs::File::open(&mine))?;
+        // SAFETY: `file` is open for the call.
         expect_ok("fchmod", unsafe { libc::fchmod(file.as_raw_fd(), 0o600) }.into()).map(drop)
     });
     assert_eq!(outcome, Outcome::Passed);
