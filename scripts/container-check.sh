@@ -66,6 +66,12 @@ step "Docker-like profile: eval (refused, names the option)" 11 "${run[@]}" --se
 step "Docker-like profile: check --no-namespaces" 0 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev check --no-namespaces
 step "Docker-like profile: eval --no-namespaces" 0 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev eval --no-namespaces 'sum(1:10)'
 step "Docker-like profile: system('id') --no-namespaces" 9 "${run[@]}" --security-opt seccomp="$profile" localhost/rsandbox:dev eval --no-namespaces "system('id')"
+# Root in the container (podman's default capabilities: no CAP_SYS_ADMIN): each sandbox
+# becomes its own uid, then takes a user namespace as an ordinary user does.
+root_run=("${podman[@]}" run --rm --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 --security-opt no-new-privileges --user 0)
+step "podman default profile, root: check (namespaces user, net, ipc, uts; own uid)" 0 "${root_run[@]}" localhost/rsandbox:dev check
+step "podman default profile, root: eval" 0 "${root_run[@]}" localhost/rsandbox:dev eval 'sum(1:10)'
+step "podman default profile, root --cap-drop ALL: refused, names --user" 11 "${root_run[@]}" --cap-drop ALL localhost/rsandbox:dev eval 'sum(1:10)'
 # Learning reads the sandbox's paths from /proc/PID/mem; podman's profile refuses
 # process_vm_readv without CAP_SYS_PTRACE.
 job="suppressWarnings(tryCatch(readLines('/etc/hostname'), error = function(e) 'none'))"

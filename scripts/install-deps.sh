@@ -20,6 +20,10 @@ have_cmd pkg-config || need+=(pkg-config)
 have_cmd useradd || need+=(passwd)
 have_cmd curl || need+=(curl ca-certificates)
 have_cmd unshare || need+=(util-linux)
+# The network allowlist's tests: a test host in a network namespace joined by a veth
+# pair (ip, nsenter), serving a CRAN-like repository over HTTPS with a CA made per run.
+have_cmd ip || need+=(iproute2)
+have_cmd openssl || need+=(openssl)
 have_cmd ps || need+=(procps)
 # The bench's peers (bwrap rows) and the packages the attack corpus's calibration runs.
 have_cmd bwrap || need+=(bubblewrap)

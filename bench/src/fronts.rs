@@ -40,6 +40,28 @@ impl StdioServer {
         StdioServer { child, stdin, stdout, next_id: 1, lockdown_us: Vec::new() }
     }
 
+    /// CPU the server's processes have used so far, in ms: the supervisor (this process,
+    /// every thread), the zygote (its forks), and the sandboxes the zygote has reaped.
+    pub fn cpu_ms(&self) -> [f64; 3] {
+        let ticks_per_ms = rustix::param::clock_ticks_per_second() as f64 / 1000.0;
+        // Fields after the command name: utime is the 12th, stime, cutime, cstime follow.
+        let times = |pid: u32| -> [f64; 4] {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let fields: Vec<f64> = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.split_whitespace().skip(11).take(4).filter_map(|f| f.parse().ok()).collect())
+                .unwrap_or_default();
+            std::array::from_fn(|i| fields.get(i).copied().unwrap_or(0.0) / ticks_per_ms)
+        };
+        let supervisor = self.child.id();
+        let zygote = std::fs::read_to_string(format!("/proc/{supervisor}/task/{supervisor}/children"))
+            .ok()
+            .and_then(|c| c.split_whitespace().next().and_then(|p| p.parse().ok()));
+        let [su, ss, _, _] = times(supervisor);
+        let [zu, zs, cu, cs] = zygote.map_or([0.0; 4], times);
+        [su + ss, zu + zs, cu + cs]
+    }
+
     /// Send a request (its `id` is set here); returns the id.
     pub fn send(&mut self, mut request: Value) -> u64 {
         let id = self.next_id;
@@ -110,12 +132,25 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
     println!("S1: fresh evaluation of 1+1 through `rsandbox serve --stdio`");
     let mut server = StdioServer::start(cli);
     check(&server.call(json!({"op": "eval", "code": "1+1"})));
+    // A client with steady traffic: each timed request comes 15 ms after the previous
+    // answer, while the sandbox replacing the previous request's is being made (in the
+    // row below the peer's run lies between two requests). A server of its own.
+    let mut steady = StdioServer::start(cli);
+    check(&steady.call(json!({"op": "eval", "code": "1+1"})));
     let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
         // Untimed: let the server fork this sample's replacement, so each request
         // measures what it costs to find a waiting sandbox (S3 measures the sustained rate).
         std::thread::sleep(Duration::from_millis(15));
         timed(&mut server, json!({"op": "eval", "code": "1+1"}))
     })];
+    let mut every_15ms = runner("rsandbox serve --stdio eval, 15 ms after the previous answer", false, || {
+        std::thread::sleep(Duration::from_millis(15));
+        check(&steady.call(json!({"op": "eval", "code": "1+1"})));
+        std::thread::sleep(Duration::from_millis(15));
+        timed(&mut steady, json!({"op": "eval", "code": "1+1"}))
+    });
+    every_15ms.note = "two requests per round, 15 ms apart; the second is timed".into();
+    runners.push(every_15ms);
     match &peers.rscript {
         Ok(()) => {
             runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])]))
@@ -156,7 +191,10 @@ pub fn s3(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
         println!("{scenario}: evaluations per second through `rsandbox serve --stdio`, {c} in flight, {secs:.1} s");
         let mut server = StdioServer::start(cli);
         check(&server.call(json!({"op": "eval", "code": "1+1"})));
+        // Per round: CPU per evaluation of the supervisor, the zygote and the sandboxes.
+        let mut cpu_per_eval: Vec<[f64; 3]> = Vec::new();
         let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
+            let cpu_before = server.cpu_ms();
             let t = Instant::now();
             for _ in 0..c {
                 server.send(json!({"op": "eval", "code": "1+1"}));
@@ -174,6 +212,11 @@ pub fn s3(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
             for _ in 0..c {
                 while server.recv().get("event").is_some() {}
             }
+            // The last sandboxes are reaped off the request path: give the zygote a moment.
+            std::thread::sleep(Duration::from_millis(100));
+            let cpu_after = server.cpu_ms();
+            let answered = (done + c as u64) as f64;
+            cpu_per_eval.push(std::array::from_fn(|i| (cpu_after[i] - cpu_before[i]) / answered));
             vec![rate]
         })];
         match &peers.rscript {
@@ -195,6 +238,21 @@ pub fn s3(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
             Err(e) => report.skip(&scenario, "Rscript --vanilla processes", e),
         }
         interleave(report, &scenario, "evals/s", cfg.rounds, runners);
+        // The warm-up batch is the first entry.
+        let timed = cpu_per_eval.get(1..).unwrap_or_default();
+        for (i, part) in ["supervisor (serve --stdio)", "zygote (its forks)", "sandboxes (reaped by the zygote)"]
+            .into_iter()
+            .enumerate()
+        {
+            report.add(
+                &format!("{scenario} CPU"),
+                &format!("rsandbox CPU per evaluation: {part}"),
+                "ms",
+                timed.iter().map(|round| round[i]).collect(),
+                i == 0,
+                "utime + stime from /proc (the sandboxes': the zygote's cutime + cstime), over the round's evaluations",
+            );
+        }
         lockdown.append(&mut server.lockdown_us);
     }
     lockdown

@@ -7,11 +7,13 @@
 //!
 //! Modules: `cli` (options), `measure` (timing, peers, R workers, interleaving),
 //! `scenarios` (the library's scenarios), `fronts` (the same through `rsandbox serve
-//! --stdio` and the `rsandbox` command), `report` (results and targets).
+//! --stdio` and the `rsandbox` command), `network` (a download through the egress proxy
+//! against a direct one), `report` (results and targets).
 
 mod cli;
 mod fronts;
 mod measure;
+mod network;
 mod report;
 mod scenarios;
 
@@ -103,6 +105,7 @@ fn main() {
         matrix: r_has("Matrix"),
         data_table: r_has("data.table"),
         unshare: works(&["unshare", "-Urnpf", "--mount-proc", "/bin/true"]),
+        test_host: network::test_host_ready(),
     };
     for (name, p) in [
         ("Rscript", &peers.rscript),
@@ -111,6 +114,7 @@ fn main() {
         ("Matrix", &peers.matrix),
         ("data.table", &peers.data_table),
         ("unshare", &peers.unshare),
+        ("HTTPS test host", &peers.test_host),
     ] {
         match p {
             Ok(()) => println!("  {name}: ok"),
@@ -136,6 +140,9 @@ fn main() {
     }
     if cfg.runs("P4") {
         scenarios::p4(&cfg, &mut report, &peers);
+    }
+    if cfg.runs("I") {
+        scenarios::idle_sessions(&cfg, &mut report);
     }
     if cfg.runs("P5") {
         scenarios::p5(&cfg, &mut report, &peers);
@@ -180,13 +187,19 @@ fn main() {
     if cfg.runs("G") {
         scenarios::growth(&cfg, &mut report, &peers);
     }
+    if cfg.runs(network::SCENARIO) {
+        network::download(&cfg, &mut report, &peers);
+    }
     targets(&mut report);
     report.notes.push("P1 Pool::eval waits (untimed) before each sample until the pool's 2 children are forked, so it measures a request that finds a pre-forked child; P3 measures the sustained rate including forking.".into());
     report.notes.push("P2 tool round trip = median(echo(1)) - median(identity(1)), both on the same session with the echo tool registered.".into());
     report.notes.push("P4 PSS is summed over every process under the zygote (sandbox children and anything they run) after one execute of 1+1 per session; the zygote's own PSS is not counted (shown in note). callr counts the r_session R processes, not the controlling R.".into());
     report.notes.push("P3: the pool has one child per core; client threads beyond that queue for a slot. Rscript processes are started concurrently by the same number of threads.".into());
-    report.notes.push("S1 waits 15 ms (untimed) before each request so that the server has forked that request's sandbox: it measures a request that finds a waiting sandbox; S3 measures the sustained rate, forking included.".into());
+    report.notes.push("S1 waits 15 ms (untimed) before each request so that the server has forked that request's sandbox: it measures a request that finds a waiting sandbox (the peer's run lies between two requests); the row \"15 ms after the previous answer\" has a server of its own and two requests per round, timing the second, which arrives while the first one's replacement sandbox is being made; S3 measures the sustained rate, forking included.".into());
     report.notes.push("C1: the first (untimed) call starts the per-user daemon; the daemon rows then measure process start, socket round trip and a pre-forked evaluation.".into());
+    if cfg.runs(network::SCENARIO) {
+        report.notes.push(network::note(&cfg));
+    }
 
     let date = sh("date -u '+%Y-%m-%d %H:%M:%S UTC'");
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -205,6 +218,7 @@ fn main() {
         ("matrix", &peers.matrix),
         ("data.table", &peers.data_table),
         ("unshare", &peers.unshare),
+        ("test_host", &peers.test_host),
     ] {
         peer_status.insert(name, p.as_ref().err().cloned().unwrap_or_else(|| "ok".into()));
     }

@@ -56,6 +56,8 @@ pub struct Peers {
     pub matrix: Result<(), String>,
     pub data_table: Result<(), String>,
     pub unshare: Result<(), String>,
+    /// Root, `ip`, `openssl`, `python3`, `unshare`, `nsenter`: the HTTPS test host of scenario N.
+    pub test_host: Result<(), String>,
 }
 
 /// bwrap around Rscript. `--tmpfs /tmp` is needed: Rscript writes `-e` code to a temp file.
@@ -345,6 +347,118 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
             ),
             Err(e) => report.skip(&scenario, "callr::r_session", e),
         }
+    }
+}
+
+/// The memory budget scenario I sizes: a 24 GB machine.
+pub const IDLE_BUDGET_KB: u64 = 24 * 1000 * 1000 * 1000 / 1024;
+
+/// I: `cfg.idle_sessions` idle sessions open at once through the library (each has
+/// evaluated `1+1`): the sandboxes' total PSS (every process under the zygote), the
+/// zygote's PSS, the supervisor's RSS (this process: the library is the supervisor),
+/// and from those how many idle sessions 24 GB holds. A session's cost is its sandbox's
+/// PSS plus what it adds to the supervisor's RSS; the zygote and the supervisor's RSS
+/// before the first session are paid once.
+pub fn idle_sessions(cfg: &Cfg, report: &mut Report) {
+    let k = cfg.idle_sessions;
+    println!("I: {k} idle sessions at once");
+    let options = eval_opts();
+    let config = EngineConfig {
+        // Only these sessions under the zygote: no pre-forked children.
+        prefork: 0,
+        // Every idle session reserves its (empty) workspace quota; the default cap, half
+        // the machine's memory, would refuse sessions long before memory runs out.
+        max_total_disk: Some(options.disk.unwrap_or(0).saturating_mul(k as u64).max(1 << 30)),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config).unwrap_or_else(|e| panic!("engine for scenario I: {e}"));
+    let zpid = engine.info().pid;
+    let me = std::process::id();
+    let supervisor_before_kb = rss_kb(me);
+    let t = Instant::now();
+    let mut sessions: Vec<Session> = Vec::with_capacity(k);
+    for i in 0..k {
+        match engine.session(options.clone(), vec![]) {
+            Ok(session) => sessions.push(session),
+            Err(e) => {
+                println!("  session {} of {k} refused: {e}", i + 1);
+                break;
+            }
+        }
+    }
+    for session in &sessions {
+        check_ok("session 1+1", &session.execute("1+1", &ExecuteOptions::default()).unwrap());
+    }
+    let open_s = t.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(500));
+    let pids = descendants(zpid);
+    let sandboxes_kb: u64 = pids.iter().map(|&p| pss_kb(p)).sum();
+    // Page tables are memory of each process that PSS does not count.
+    let page_tables_kb: u64 =
+        pids.iter().map(|&p| kb_field(&PathBuf::from(format!("/proc/{p}/status")), "VmPTE:").unwrap_or(0)).sum();
+    let zygote_kb = pss_kb(zpid);
+    let supervisor_kb = rss_kb(me);
+    let n = sessions.len().max(1) as u64;
+    let per_session_kb = (sandboxes_kb + page_tables_kb) / n + supervisor_kb.saturating_sub(supervisor_before_kb) / n;
+    let fixed_kb = zygote_kb + supervisor_before_kb;
+    let fits = IDLE_BUDGET_KB.saturating_sub(fixed_kb) / per_session_kb.max(1);
+    let mb = |kb: u64| kb as f64 / 1024.0;
+    println!(
+        "  {} sessions open in {open_s:.1} s, {} processes under the zygote: sandboxes' PSS {:.0} MB ({:.2} MB each, \
+         page tables {:.2} MB more), zygote PSS {:.1} MB, supervisor RSS {:.1} MB (was {:.1} MB before the sessions); \
+         24 GB holds {fits} idle sessions",
+        sessions.len(),
+        pids.len(),
+        mb(sandboxes_kb),
+        mb(sandboxes_kb) / n as f64,
+        mb(page_tables_kb) / n as f64,
+        mb(zygote_kb),
+        mb(supervisor_kb),
+        mb(supervisor_before_kb),
+    );
+    let scenario = format!("I k={}", sessions.len());
+    let note = format!("zygote PSS {:.1} MB; {} processes under the zygote", mb(zygote_kb), pids.len());
+    // One row per scenario id: the figures are of different kinds, none a ratio of another.
+    let row = |what: &str| format!("{scenario} {what}");
+    report.add(
+        &row("total"),
+        "rsandbox idle sessions: sandboxes' PSS, total",
+        "MB",
+        vec![mb(sandboxes_kb)],
+        true,
+        note,
+    );
+    report.add(
+        &row("each"),
+        "rsandbox idle sessions: sandbox PSS per session",
+        "MB/session",
+        vec![mb(sandboxes_kb) / n as f64],
+        true,
+        format!("page tables (VmPTE, not in PSS) {:.2} MB more", mb(page_tables_kb) / n as f64),
+    );
+    report.add(
+        &row("supervisor"),
+        "rsandbox idle sessions: supervisor RSS",
+        "MB",
+        vec![mb(supervisor_kb)],
+        true,
+        format!(
+            "{:.1} MB before the sessions (the library in this process is the supervisor)",
+            mb(supervisor_before_kb)
+        ),
+    );
+    report.add(
+        &row("in 24 GB"),
+        "rsandbox idle sessions that 24 GB holds",
+        "sessions",
+        vec![fits as f64],
+        true,
+        "(24 GB - zygote PSS - supervisor RSS before) / (sandbox PSS + page tables + supervisor RSS growth) per session",
+    );
+    drop(sessions);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !children(zpid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -5,6 +5,21 @@
 //! A token file holds one `NAME:TOKEN` per line (blank lines and `#` comments allowed).
 //! The name is what logs and metrics show; the token never leaves this module. The file
 //! must not be readable or writable by group or others, like an ssh key.
+//!
+//! After the token, separated by spaces, a line may narrow what that token may do:
+//!
+//! ```text
+//! # alice may reach two hosts, bob none; carol gets the server profile's allowlist
+//! alice:2f8c0e6b9a1d4c7e network=cran.test,*.r-universe.dev
+//! bob:7d3a9b2e5f0c1a84 network=
+//! carol:c4e1f7a2b8d05e93
+//! ```
+//!
+//! `network=HOST,HOST,…` is that token's network allowlist (entries as in a profile's
+//! `[network] allow`; empty: no network). It must lie within the server profile's
+//! `[network]` allowlist (checked at start: [`crate::core::TokenNetworks`]); the token's
+//! requests get it by default and may narrow it, never widen it. A token without it gets
+//! the server's allowlist.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -61,7 +76,16 @@ pub enum AuthError {
 /// The tokens a server accepts, each with the name logs use for it.
 #[derive(Clone)]
 pub struct Tokens {
-    entries: Vec<(String, Vec<u8>)>,
+    entries: Vec<Entry>,
+}
+
+/// One line of the file.
+#[derive(Clone)]
+struct Entry {
+    name: String,
+    token: Vec<u8>,
+    /// `network=…`: the token's network allowlist (`None`: the server's).
+    network: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -97,9 +121,11 @@ impl Tokens {
                 continue;
             }
             let fail = |problem: &str| Err((index + 1, problem.to_owned()));
-            let Some((name, token)) = line.split_once(':') else {
+            let Some((name, rest)) = line.split_once(':') else {
                 return fail("expected NAME:TOKEN");
             };
+            let mut words = rest.split_whitespace();
+            let token = words.next().unwrap_or_default();
             if name.is_empty()
                 || name.len() > 64
                 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
@@ -112,7 +138,19 @@ impl Tokens {
             if !names.insert(name.to_owned()) {
                 return fail(&format!("the name {name} appears twice"));
             }
-            entries.push((name.to_owned(), token.as_bytes().to_vec()));
+            let mut network = None;
+            for word in words {
+                // Never echo a word that is not a known option: it may be the second half
+                // of a token with a space in it.
+                let Some(hosts) = word.strip_prefix("network=") else {
+                    return fail("after the token only network=HOST,HOST,... may follow (a token has no spaces)");
+                };
+                if network.is_some() {
+                    return fail("network= appears twice");
+                }
+                network = Some(network_option(hosts).map_err(|problem| (index + 1, problem))?);
+            }
+            entries.push(Entry { name: name.to_owned(), token: token.as_bytes().to_vec(), network });
         }
         Ok((!entries.is_empty()).then_some(Tokens { entries }))
     }
@@ -121,9 +159,9 @@ impl Tokens {
     /// each in constant time, so the answer's timing says nothing about which one was near.
     pub fn check(&self, presented: &[u8]) -> Option<&str> {
         let mut found = None;
-        for (name, token) in &self.entries {
-            if bool::from(token.as_slice().ct_eq(presented)) {
-                found = Some(name.as_str());
+        for entry in &self.entries {
+            if bool::from(entry.token.as_slice().ct_eq(presented)) {
+                found = Some(entry.name.as_str());
             }
         }
         found
@@ -137,8 +175,28 @@ impl Tokens {
 
     /// The token names, for logs and metrics.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(name, _)| name.as_str())
+        self.entries.iter().map(|entry| entry.name.as_str())
     }
+
+    /// The network allowlists of the tokens that have one (`network=`), by token name.
+    pub fn networks(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.entries.iter().filter_map(|entry| Some((entry.name.as_str(), entry.network.as_deref()?)))
+    }
+}
+
+/// The hosts of `network=HOSTS`: comma-separated allow entries, each checked as a
+/// profile's would be (empty: no network).
+fn network_option(hosts: &str) -> Result<Vec<String>, String> {
+    if hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let allow: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+    if allow.iter().any(String::is_empty) {
+        return Err(format!("network={hosts}: an empty entry (hosts are separated by single commas)"));
+    }
+    let network = rsandbox::Network { allow, ..rsandbox::Network::default() };
+    network.policy().map_err(|e| format!("network={hosts}: {e}"))?;
+    Ok(network.allow)
 }
 
 /// The loopback rule: a server without tokens listens on loopback addresses only.
@@ -174,6 +232,32 @@ mod tests {
         assert_eq!(Tokens::parse("no colon here").err().unwrap().0, 1);
         assert_eq!(Tokens::parse("a:0123456789abcdef0123\na:0123456789abcdef0124").err().unwrap().0, 2);
         assert!(Tokens::parse("# nothing\n").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_token_may_carry_its_own_network_allowlist() {
+        let text = "alice:0123456789abcdef0123 network=a.test,*.b.test\nbob:fedcba9876543210fedc   network=\n\
+                    carol:00112233445566778899\n";
+        let tokens = Tokens::parse(text).unwrap().unwrap();
+        assert_eq!(tokens.check(b"0123456789abcdef0123"), Some("alice"), "the option is not part of the token");
+        let networks: Vec<(&str, &[String])> = tokens.networks().collect();
+        assert_eq!(networks.len(), 2, "carol has none");
+        assert_eq!(networks[0], ("alice", &["a.test".to_string(), "*.b.test".to_string()][..]));
+        assert_eq!(networks[1], ("bob", &[][..]), "an empty network= is no network");
+    }
+
+    #[test]
+    fn a_bad_option_is_named_without_the_token() {
+        // A token with a space in it: its second half is not echoed.
+        let (line, problem) = Tokens::parse("alice:0123456789abcdef0123 secret-half").err().unwrap();
+        assert_eq!(line, 1);
+        assert!(problem.contains("only network=") && !problem.contains("secret-half"), "{problem}");
+        let (_, problem) = Tokens::parse("alice:0123456789abcdef0123 network=10.0.0.1").err().unwrap();
+        assert!(problem.contains("10.0.0.1") && !problem.contains("0123456789abcdef"), "{problem}");
+        let (_, problem) = Tokens::parse("alice:0123456789abcdef0123 network=a.test,,b.test").err().unwrap();
+        assert!(problem.contains("empty entry"), "{problem}");
+        let (_, problem) = Tokens::parse("alice:0123456789abcdef0123 network=a.test network=b.test").err().unwrap();
+        assert!(problem.contains("twice"), "{problem}");
     }
 
     #[test]

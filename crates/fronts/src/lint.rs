@@ -8,7 +8,7 @@ use serde::Serialize;
 use tree_sitter::{Node, Parser};
 
 /// Why a call was reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Concern {
     /// Runs programs, loads native code or touches the system (`system`, `dyn.load`, ...).
@@ -22,7 +22,8 @@ pub enum Concern {
 }
 
 /// One finding, 1-based line and column.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Finding {
     /// Line (1-based).
     pub line: usize,

@@ -27,7 +27,7 @@
 
 use crate::core::bridge::ToolBridge;
 use crate::core::registry::{InUse, NewEntry, LOCAL};
-use crate::core::{Caps, ErrorCode, Owner, ServiceError};
+use crate::core::{Caps, ErrorCode, Owner, ServiceError, TokenNetworks};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Content, ErrorData, ServerCapabilities, ServerInfo};
@@ -121,12 +121,14 @@ struct Registry {
     /// every layer holds.
     missing: Vec<String>,
     sessions: crate::core::Registry,
+    /// The tokens' own network allowlists (`network=` in the token file), checked.
+    networks: TokenNetworks,
     next_connection: AtomicU64,
 }
 
 impl Registry {
-    /// A session's options where it asked for nothing: the defaults, within the caps.
-    fn default_options(&self) -> EvalOptions {
+    /// The engine's defaults within the caps.
+    fn capped_defaults(&self) -> EvalOptions {
         let defaults = EvalOptions::default();
         EvalOptions {
             memory: defaults.memory.map(|m| m.min(self.config.max_memory)),
@@ -135,10 +137,18 @@ impl Registry {
         }
     }
 
-    /// The options of a session asking for `limits`: memory above the server's cap is
-    /// refused (never lowered silently).
-    fn asked_options(&self, limits: &rsandbox::Limits) -> Result<EvalOptions, ServiceError> {
-        let options = limits.apply(self.default_options()).map_err(rsandbox::EngineError::from)?;
+    /// A session's options where `owner` asked for nothing: the defaults, within the
+    /// caps, with the token's network allowlist.
+    fn default_options(&self, owner: &Owner) -> Result<EvalOptions, ServiceError> {
+        self.networks.bound(&owner.token, self.capped_defaults())
+    }
+
+    /// The options of a session `owner` asks for with `limits`: memory above the
+    /// server's cap is refused (never lowered silently), a network outside the token's
+    /// allowlist too.
+    fn asked_options(&self, owner: &Owner, limits: &rsandbox::Limits) -> Result<EvalOptions, ServiceError> {
+        let options = limits.apply(self.capped_defaults()).map_err(rsandbox::EngineError::from)?;
+        let options = self.networks.bound(&owner.token, options)?;
         self.config.check(&EvalOptions { memory: None, ..options.clone() })?;
         if let Some(m) = options.memory.filter(|m| *m > self.config.max_memory) {
             return Err(ServiceError::bad_input(format!(
@@ -198,12 +208,17 @@ impl McpServer {
     }
 
     fn registry(engine: Engine, config: McpConfig) -> Arc<Registry> {
-        Self::registry_with(engine, config, Vec::new())
+        Self::registry_with(engine, config, Vec::new(), TokenNetworks::default())
     }
 
-    fn registry_with(engine: Engine, config: McpConfig, missing: Vec<String>) -> Arc<Registry> {
+    fn registry_with(
+        engine: Engine,
+        config: McpConfig,
+        missing: Vec<String>,
+        networks: TokenNetworks,
+    ) -> Arc<Registry> {
         let sessions = crate::core::Registry::new(config.sessions);
-        Arc::new(Registry { engine, config, missing, sessions, next_connection: AtomicU64::new(1) })
+        Arc::new(Registry { engine, config, missing, sessions, networks, next_connection: AtomicU64::new(1) })
     }
 
     /// A new connection to the server's sessions.
@@ -225,7 +240,8 @@ impl McpServer {
         description = "Run R code in a persistent, isolated R session and see what an R console would show: \
         printed output, messages, warnings, the error with its call, and each plot as a PNG image. \
         Variables and loaded packages persist between calls. Without `session`, this connection's own \
-        session is used (created on first use). The sandbox has no network, cannot run programs \
+        session is used (created on first use). The sandbox reaches no network (only the hosts the server's \
+        profile allows, where it allows some: the server's instructions name them), cannot run programs \
         (system() ends the session), sees only R and its packages, writes only its working directory, \
         and is stopped after timeout seconds (default 30, at most 300); memory is limited (2 GB unless \
         the session was created with less) and output to 16 MB. An R error is reported as an error \
@@ -249,7 +265,8 @@ impl McpServer {
     #[tool(
         annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false),
         description = "Start a new isolated R session and return its handle (use it as `session` in run_r). \
-        Optional limits, named as on every front: memory (e.g. \"512M\"), cpu (CPU seconds in all), nproc, nofile, fsize, disk, max_output. The server caps the sessions open \
+        Optional limits, named as on every front: memory (e.g. \"512M\"), cpu (CPU seconds in all), nproc, nofile, fsize, disk, max_output, \
+        network ({\"allow\": [hosts]}: within the hosts this server, and your token, allow; [] for none). The server caps the sessions open \
         at once (32 by default, 8 per connection) and closes a session unused for its idle timeout (15 minutes by default)."
     )]
     async fn new_session(
@@ -263,7 +280,7 @@ impl McpServer {
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let options = match this.registry.asked_options(&args) {
+            let options = match this.registry.asked_options(&owner, &args) {
                 Ok(o) => o,
                 Err(why) => return Ok(refused(why)),
             };
@@ -476,7 +493,10 @@ impl McpServer {
                 let mut own = self.connection.implicit.lock().expect("implicit session");
                 match own.as_ref().filter(|h| self.registry.sessions.contains(h)) {
                     Some(h) => h.clone(),
-                    None => own.insert(self.registry.open(owner, self.registry.default_options(), true)?).clone(),
+                    None => {
+                        let options = self.registry.default_options(owner)?;
+                        own.insert(self.registry.open(owner, options, true)?).clone()
+                    }
                 }
             }
         };
@@ -632,8 +652,12 @@ impl ServerHandler for McpServer {
         } else {
             format!("only the programs the {} profile lists, such as the compiler", profile.name)
         };
+        let network = match profile.network.as_ref().filter(|n| n.is_on()) {
+            Some(network) => format!("network only to {} (by the server's proxy)", network.allow.join(", ")),
+            None => "no network".to_string(),
+        };
         let mut instructions = format!(
-            "Runs R code in isolated sandboxes (no network, {programs}, limited memory and time). \
+            "Runs R code in isolated sandboxes ({network}, {programs}, limited memory and time). \
              Use run_r; variables persist in this connection's session. new_session gives more sessions."
         );
         if !self.registry.missing.is_empty() {
@@ -696,7 +720,7 @@ pub fn serve_stdio(engine: Engine, config: McpConfig) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let missing = verify(&engine)?;
     runtime.block_on(async move {
-        let registry = McpServer::registry_with(engine, config, missing);
+        let registry = McpServer::registry_with(engine, config, missing, TokenNetworks::default());
         spawn_idle_reaper(&registry);
         let service =
             McpServer::connect(&registry).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
@@ -724,10 +748,12 @@ pub fn serve_http(
         session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
     };
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
+    let networks =
+        TokenNetworks::new(tokens.as_ref(), engine.config().profile.network.as_ref()).map_err(|e| e.to_string())?;
     let missing = verify(&engine)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let served = runtime.block_on(async move {
-        let registry = McpServer::registry_with(engine, config, missing);
+        let registry = McpServer::registry_with(engine, config, missing, networks);
         spawn_idle_reaper(&registry);
         let mut http_config = StreamableHttpServerConfig::default();
         // Cancelled at SIGINT/SIGTERM: every MCP session ends, then the listener.

@@ -10,14 +10,35 @@ use serde::Deserialize;
 pub use rsandbox::Limits;
 
 /// A file for the workspace.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(feature = "http", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InputFile {
     /// Relative to the workspace.
+    #[schemars(with = "WorkspacePath")]
     pub path: String,
     /// The content, base64.
     pub data_base64: String,
+}
+
+/// A path in a sandbox's workspace, for the schema: what `wire::names::workspace_path`
+/// lets through (the engine checks it before the sandbox is asked, and the sandbox
+/// again).
+pub struct WorkspacePath;
+
+impl schemars::JsonSchema for WorkspacePath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WorkspacePath".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "description": "Relative to the workspace: no leading '/', no '..', '.' or empty parts, no NUL, \
+                            no symlink on the way (refused with bad_input)."
+        })
+    }
 }
 
 /// The engine's options for `limits` and `timeout` (seconds; it takes precedence over

@@ -8,13 +8,14 @@
 //! Every bad line gets a structured error and the server keeps serving.
 
 use crate::core::bridge::{Sink, ToolBridge, ToolCall};
+use crate::core::error::ErrorDetail;
 use crate::core::registry::{InUse, NewEntry};
 use crate::core::{Caps, ErrorCode, Owner, Registry, ServiceError};
-use crate::request::{decode_base64, decode_files, options_from, InputFile, Limits};
+use crate::request::{decode_base64, decode_files, options_from, InputFile, Limits, WorkspacePath};
 use rsandbox::ToolSpec;
-use rsandbox::{Engine, EvalRequest, Event, ExecuteOptions};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use rsandbox::{Engine, EvalRequest, EvalResult, Event, ExecuteOptions, OutputStream};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io::{BufRead, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -30,78 +31,334 @@ type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 /// What a tool call made outside an execute is told (none can be: only code runs tools).
 const NO_LISTENER: &str = "tool calls reach the client only while a session.execute runs";
 
-/// A request line, parsed ([`parse_request`]); public for the fuzz targets only.
+/// A request line, parsed ([`parse_request`]); public for the fuzz targets and the
+/// schema (`$defs/request` of `docs/protocol.schema.json` is generated from it).
 #[doc(hidden)]
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", deny_unknown_fields)]
 pub enum Request {
+    /// Evaluate in a fresh sandbox; no state is kept.
     #[serde(rename = "eval")]
     Eval {
+        #[schemars(with = "RequestId")]
         id: Value,
+        /// R code.
         code: String,
+        /// Seconds of wall clock (default 30; above 0, at most 86 400 and the server's
+        /// ceiling, else `bad_input`).
+        #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
         timeout: Option<f64>,
         #[serde(default)]
         limits: Limits,
+        /// Send `output` events while the code runs.
         #[serde(default)]
         stream: bool,
+        /// Files placed in the workspace before the code runs.
         #[serde(default)]
         files: Vec<InputFile>,
+        /// Globs of workspace files returned in `result.files`.
         #[serde(default)]
         collect: Vec<String>,
+        /// `commandArgs(trailingOnly = TRUE)`.
         #[serde(default)]
         args: Vec<String>,
         /// Values bound before the code runs (typed encoding, `docs/protocol.md`).
         #[serde(default)]
+        #[schemars(with = "rsandbox::values::Globals")]
         globals: serde_json::Map<String, Value>,
         /// Also return the value typed (`value_typed`).
         #[serde(default)]
         typed: bool,
     },
+    /// Start a session (a sandbox that keeps its R state between executes).
     #[serde(rename = "session.create")]
     SessionCreate {
+        #[schemars(with = "RequestId")]
         id: Value,
+        /// Host tools: R functions whose calls the client answers.
         #[serde(default)]
         tools: Vec<ToolSpec>,
         #[serde(default)]
         limits: Limits,
+        /// A `session.snapshot`'s snapshot (opaque) to start from.
         restore: Option<String>,
     },
+    /// Run code in a session.
     #[serde(rename = "session.execute")]
     SessionExecute {
+        #[schemars(with = "RequestId")]
         id: Value,
+        /// The session's id.
         session: String,
+        /// R code.
         code: String,
+        /// Seconds of wall clock (default 30; above 0, at most 86 400 and the server's
+        /// ceiling, else `bad_input`).
+        #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
         timeout: Option<f64>,
+        /// Tool calls this execute may make (default 100).
         max_tool_calls: Option<u32>,
+        /// Send `output` events while the code runs.
         #[serde(default)]
         stream: bool,
         /// `false`: no auto-printing, the last value returned visible or not.
         echo: Option<bool>,
+        /// Values bound in the session before the code runs (and kept).
         #[serde(default)]
+        #[schemars(with = "rsandbox::values::Globals")]
         globals: serde_json::Map<String, Value>,
+        /// Also return the value typed (`value_typed`).
         #[serde(default)]
         typed: bool,
     },
+    /// End a session.
     #[serde(rename = "session.close")]
-    SessionClose { id: Value, session: String },
+    SessionClose {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+    },
+    /// Stop a session's running execute, as Ctrl-C stops R.
     #[serde(rename = "session.interrupt")]
-    SessionInterrupt { id: Value, session: String },
+    SessionInterrupt {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+    },
+    /// Write a file into a session's workspace.
     #[serde(rename = "session.put_file")]
-    SessionPutFile { id: Value, session: String, path: String, data_base64: String },
+    SessionPutFile {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+        #[schemars(with = "WorkspacePath")]
+        path: String,
+        data_base64: String,
+    },
+    /// Read a file of a session's workspace.
     #[serde(rename = "session.get_file")]
-    SessionGetFile { id: Value, session: String, path: String },
+    SessionGetFile {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+        #[schemars(with = "WorkspacePath")]
+        path: String,
+    },
+    /// List a session's workspace.
     #[serde(rename = "session.list_files")]
-    SessionListFiles { id: Value, session: String },
+    SessionListFiles {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+    },
+    /// Save a session's global environment.
     #[serde(rename = "session.snapshot")]
-    SessionSnapshot { id: Value, session: String },
+    SessionSnapshot {
+        #[schemars(with = "RequestId")]
+        id: Value,
+        session: String,
+    },
+    /// Answer a `tool_call` event (no response).
     #[serde(rename = "tool_result")]
-    ToolResult { call: String, value: Option<Value>, error: Option<String> },
+    ToolResult {
+        /// The `tool_call` event's `call`.
+        call: String,
+        /// The tool's value (any JSON; absent: `null`).
+        value: Option<Value>,
+        /// An error the R code sees as a condition at the call (takes precedence over
+        /// `value`).
+        error: Option<String>,
+    },
+    /// The advisory lint's findings for some code.
     #[serde(rename = "lint")]
     Lint {
+        #[schemars(with = "RequestId")]
         id: Value,
         #[cfg_attr(not(feature = "lint"), allow(dead_code))]
         code: String,
     },
+}
+
+/// A request's `id`, for the schema: any JSON value (a number or a string, usually),
+/// which the response carries back unchanged.
+pub struct RequestId;
+
+impl schemars::JsonSchema for RequestId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RequestId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Any JSON value (a number or a string, usually); the response carries it back \
+                            unchanged (null when the line had none or was not JSON)."
+        })
+    }
+}
+
+/// A session id as the server makes it, for the schema ([`rsandbox::ids::session_id`]).
+pub struct SessionId;
+
+impl schemars::JsonSchema for SessionId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SessionId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": rsandbox::ids::SESSION_ID_PATTERN,
+            "description": "s-<node>-<32 hex>: 128 random bits, and the node (--node-id, RSANDBOX_NODE_ID or \
+                            the host name) a balancer routes on."
+        })
+    }
+}
+
+/// A line the server writes: a response (it carries its request's `id`) or an event
+/// (it carries `event`). `$defs/output` of `docs/protocol.schema.json` is generated from
+/// it, and the server writes nothing else.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(deny_unknown_fields)]
+pub enum Output<'a> {
+    /// Something happened while a request runs.
+    Event(StdioEvent<'a>),
+    /// `eval`'s and `session.execute`'s answer.
+    Result {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// What the evaluation produced.
+        result: Box<EvalResult>,
+    },
+    /// `session.create`'s answer.
+    SessionCreated {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The new session's id.
+        #[schemars(with = "SessionId")]
+        session: String,
+        /// What R said restoring a snapshot (objects it could not restore).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
+    },
+    /// `session.interrupt`'s answer.
+    Interrupted {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// Whether an execute was running (and was interrupted).
+        interrupted: bool,
+    },
+    /// `session.put_file`'s answer.
+    FileWritten {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The path written.
+        path: String,
+        /// Bytes written.
+        size: u64,
+    },
+    /// `session.get_file`'s answer.
+    File {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The file's path.
+        path: String,
+        /// Bytes.
+        size: u64,
+        /// The content, base64.
+        data_base64: String,
+    },
+    /// `session.list_files`'s answer.
+    Files {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The workspace's regular files (at most 10 000).
+        files: Vec<FileInfo>,
+        /// More files exist than a listing carries.
+        truncated: bool,
+    },
+    /// `session.snapshot`'s answer.
+    Snapshot {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The session's global environment, opaque (base64 of R's serialization).
+        snapshot: String,
+        /// Objects that could not be saved (connections, external pointers).
+        not_saved: Vec<String>,
+    },
+    /// `session.close`'s answer.
+    Closed {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// Always true.
+        #[schemars(extend("const" = true))]
+        closed: bool,
+    },
+    /// `lint`'s answer.
+    #[cfg(feature = "lint")]
+    Findings {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// The calls that deserve a reviewer's attention.
+        findings: Vec<crate::lint::Finding>,
+    },
+    /// Any request's error; the server keeps serving.
+    Error {
+        /// The request's id.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// What went wrong.
+        error: ErrorDetail,
+    },
+}
+
+/// An event: output while code runs, or a tool call the client must answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
+pub enum StdioEvent<'a> {
+    /// Output as the code produces it (the result still holds all of it).
+    Output {
+        /// The request that runs the code.
+        #[schemars(with = "RequestId")]
+        id: &'a Value,
+        /// Which stream.
+        stream: OutputStream,
+        /// The text.
+        text: &'a str,
+    },
+    /// A host tool was called; answer with a `tool_result` request.
+    ToolCall {
+        /// The call's id, which the `tool_result` names.
+        call: String,
+        /// The session whose code made the call.
+        #[schemars(with = "SessionId")]
+        session: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments (an object), checked against the tool's spec.
+        #[schemars(with = "serde_json::Map<String, Value>")]
+        args: Value,
+    },
+}
+
+/// A file of a workspace, as a listing shows it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FileInfo {
+    /// Relative to the workspace.
+    pub path: String,
+    /// Bytes.
+    pub size: u64,
 }
 
 const OPS: [&str; 11] = [
@@ -136,7 +393,7 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
         caps: Caps::stdio(),
         in_flight: Default::default(),
     });
-    let mut workers = Vec::new();
+    let mut workers = Workers::new();
     let mut lines = LineReader { input, buf: Vec::new() };
     while let Some(line) = lines.next_line() {
         match line {
@@ -161,20 +418,62 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
                     server.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
                     continue;
                 }
-                let server = server.clone();
-                workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
-                workers.push(std::thread::spawn(move || {
-                    server.handle(&text);
-                    server.in_flight.fetch_sub(1, Ordering::SeqCst);
-                }));
+                workers.run(&server, text);
             }
         }
     }
     // Tool calls waiting for this client, and later ones, fail at once.
     server.sessions.close_bridges("the client closed the connection");
-    for w in workers {
-        // A panicking request already answered nothing; the others are unaffected.
-        w.join().ok();
+    workers.finish();
+}
+
+/// The threads requests run on: each request gets a thread of its own at once (a long
+/// evaluation never holds up another request), reused once its request is answered, so
+/// that a request does not pay for a new thread (~15% of the supervisor's CPU for a
+/// session's execute of `1+1`).
+struct Workers {
+    /// Requests for the threads.
+    jobs: std::sync::mpsc::Sender<String>,
+    receiver: Arc<Mutex<std::sync::mpsc::Receiver<String>>>,
+    /// Threads waiting for a request and not yet promised one.
+    idle: Arc<std::sync::atomic::AtomicUsize>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn new() -> Workers {
+        let (jobs, receiver) = std::sync::mpsc::channel();
+        Workers { jobs, receiver: Arc::new(Mutex::new(receiver)), idle: Default::default(), threads: Vec::new() }
+    }
+
+    /// Run `text` on an idle thread, or on a new one when none is idle.
+    fn run(&mut self, server: &Arc<Server>, text: String) {
+        // Promise the request to an idle thread (taken off the count here, not when the
+        // thread wakes, so two requests never wait for the same thread).
+        let promised = self.idle.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        if !promised {
+            let (server, idle, receiver) = (server.clone(), self.idle.clone(), self.receiver.clone());
+            self.threads.retain(|t| !t.is_finished());
+            self.threads.push(std::thread::spawn(move || loop {
+                // The lock is held only while waiting; a request runs without it.
+                let next = receiver.lock().map_err(drop).and_then(|r| r.recv().map_err(drop));
+                let Ok(text) = next else { return };
+                server.handle(&text);
+                server.in_flight.fetch_sub(1, Ordering::SeqCst);
+                idle.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        // `self.receiver` lives as long as the sender: sending cannot fail.
+        self.jobs.send(text).expect("the receiver outlives the sender");
+    }
+
+    /// Wait for every request under way; the idle threads end.
+    fn finish(self) {
+        drop(self.jobs);
+        for thread in self.threads {
+            // A panicking request already answered nothing; the others are unaffected.
+            thread.join().ok();
+        }
     }
 }
 
@@ -247,17 +546,30 @@ impl<R: BufRead> LineReader<R> {
 }
 
 impl Server {
-    fn send(&self, message: Value) {
+    fn send(&self, message: &Output<'_>) {
         // A client that closed stdout cannot be told anything; requests still finish.
-        write_line(&self.out, &message);
+        write_line(&self.out, message);
     }
 
     fn error(&self, id: &Value, code: ErrorCode, message: &str) {
-        self.send(json!({"id": id, "error": {"code": code, "message": message}}));
+        self.send(&Output::Error { id, error: ErrorDetail { code, message: message.to_string() } });
     }
 
     fn fail(&self, id: &Value, e: ServiceError) {
-        self.error(id, e.code, &e.message);
+        self.send(&Output::Error { id, error: e.into() });
+    }
+
+    /// The answer `answer` makes, or its error.
+    fn reply<'a, T>(
+        &self,
+        id: &'a Value,
+        answer: Result<T, impl Into<ServiceError>>,
+        respond: impl FnOnce(T) -> Output<'a>,
+    ) {
+        match answer {
+            Ok(value) => self.send(&respond(value)),
+            Err(e) => self.fail(id, e.into()),
+        }
     }
 
     fn handle(&self, line: &str) {
@@ -281,14 +593,12 @@ impl Server {
                     }
                     Ok(self.engine.eval_request(request)?)
                 });
-                self.reply(&id, answer.map(|result| json!({"result": result})));
+                self.reply(&id, answer, |result| Output::Result { id: &id, result: Box::new(result) });
             }
-            Request::SessionCreate { id, tools, limits, restore } => match self.create_session(tools, &limits, restore)
-            {
-                Ok((sid, warnings)) if warnings.is_empty() => self.send(json!({"id": id, "session": sid})),
-                Ok((sid, warnings)) => self.send(json!({"id": id, "session": sid, "warnings": warnings})),
-                Err(e) => self.fail(&id, e),
-            },
+            Request::SessionCreate { id, tools, limits, restore } => {
+                let answer = self.create_session(tools, &limits, restore);
+                self.reply(&id, answer, |(session, warnings)| Output::SessionCreated { id: &id, session, warnings });
+            }
             Request::SessionExecute { id, session, code, timeout, max_tool_calls, stream, echo, globals, typed } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let defaults = ExecuteOptions::default();
@@ -315,41 +625,47 @@ impl Server {
                 // execute may come at once.
                 drop(attached);
                 drop((executing, s));
-                self.reply(&id, answer.map(|result| json!({"result": result})));
+                self.reply(&id, answer, |result| Output::Result { id: &id, result: Box::new(result) });
             }
             Request::SessionInterrupt { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
-                self.send(json!({"id": id, "interrupted": s.session().interrupt()}));
+                self.send(&Output::Interrupted { id: &id, interrupted: s.session().interrupt() });
             }
             Request::SessionPutFile { id, session, path, data_base64 } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let answer = decode_base64(&data_base64).and_then(|data| s.session().put_file(&path, &data));
-                self.reply(&id, answer.map(|size| json!({"path": path, "size": size})));
+                self.reply(&id, answer, |size| Output::FileWritten { id: &id, path, size });
             }
             Request::SessionGetFile { id, session, path } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let answer = s.session().get_file(&path);
-                self.reply(&id, answer.map(|f| json!({"path": f.path, "size": f.size, "data_base64": f.data_base64})));
+                self.reply(&id, answer, |f| Output::File {
+                    id: &id,
+                    path: f.path,
+                    size: f.size,
+                    data_base64: f.data_base64,
+                });
             }
             Request::SessionListFiles { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let answer = s.session().list_files();
-                self.reply(&id, answer.map(|(files, truncated)| json!({"files": files, "truncated": truncated})));
+                self.reply(&id, answer, |(files, truncated)| Output::Files {
+                    id: &id,
+                    files: files.into_iter().map(|f| FileInfo { path: f.path, size: f.size }).collect(),
+                    truncated,
+                });
             }
             Request::SessionSnapshot { id, session } => {
                 let Some(s) = self.session(&id, &session) else { return };
                 let answer = s.session().snapshot();
-                self.reply(
-                    &id,
-                    answer.map(|(snapshot, not_saved)| json!({"snapshot": snapshot, "not_saved": not_saved})),
-                );
+                self.reply(&id, answer, |(snapshot, not_saved)| Output::Snapshot { id: &id, snapshot, not_saved });
             }
-            Request::SessionClose { id, session } => match self.sessions.remove(&Owner::local(), &session) {
-                Ok(()) => self.send(json!({"id": id, "closed": true})),
-                Err(e) => self.fail(&id, e),
-            },
+            Request::SessionClose { id, session } => {
+                let answer = self.sessions.remove(&Owner::local(), &session);
+                self.reply(&id, answer, |()| Output::Closed { id: &id, closed: true });
+            }
             #[cfg(feature = "lint")]
-            Request::Lint { id, code } => self.send(json!({"id": id, "findings": crate::lint::lint(&code)})),
+            Request::Lint { id, code } => self.send(&Output::Findings { id: &id, findings: crate::lint::lint(&code) }),
             #[cfg(not(feature = "lint"))]
             Request::Lint { id, .. } => {
                 self.error(&id, ErrorCode::UnknownOp, "this build has no lint (feature `lint`)")
@@ -375,28 +691,15 @@ impl Server {
     fn tool_sink(&self, sid: &str) -> Sink {
         let (out, sid) = (self.out.clone(), sid.to_string());
         Arc::new(move |c: ToolCall| {
-            let event = json!({"event": "tool_call", "call": c.call, "session": sid, "tool": c.tool, "args": c.args});
-            write_line(&out, &event)
+            let event = StdioEvent::ToolCall { call: c.call, session: sid.clone(), tool: c.tool, args: c.args };
+            write_line(&out, &Output::Event(event))
         })
-    }
-
-    /// A response: the fields of `answer` with the request's id, or its error.
-    fn reply(&self, id: &Value, answer: Result<Value, impl Into<ServiceError>>) {
-        match answer {
-            Ok(mut fields) => {
-                fields["id"] = id.clone();
-                self.send(fields)
-            }
-            Err(e) => self.fail(id, e.into()),
-        }
     }
 
     /// Output events for request `id`, as lines on stdout.
     fn emitter<'s>(&'s self, id: &'s Value) -> impl FnMut(Event<'_>) + 's {
         move |event| match event {
-            Event::Output { stream, text } => {
-                self.send(json!({"event": "output", "id": id, "stream": stream, "text": text}))
-            }
+            Event::Output { stream, text } => self.send(&Output::Event(StdioEvent::Output { id, stream, text })),
         }
     }
 
@@ -427,8 +730,9 @@ impl Server {
 }
 
 /// Write one JSON line and flush; `false` when the client is gone.
-fn write_line(out: &Out, message: &Value) -> bool {
-    let mut line = message.to_string();
+fn write_line(out: &Out, message: &Output<'_>) -> bool {
+    // Only maps with string keys and finite numbers: nothing here can fail to serialize.
+    let mut line = serde_json::to_string(message).expect("a stdio message serializes");
     line.push('\n');
     let mut out = out.lock().expect("stdout");
     out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_ok()

@@ -73,6 +73,21 @@ pub enum Decision {
     ErrnoIfNonZero { args: Vec<u32>, errno: i32 },
     /// `errno` when `args[arg]`'s low 32 bits have any of `mask`'s bits, else allow.
     ErrnoIfAnyBit { arg: u32, mask: u32, errno: i32 },
+    /// Allow when every check holds, else `errno` (`socket` of one family, type and
+    /// protocol only). Only the low 32 bits count: the calls it is for take `int`s.
+    AllowOnly { checks: Vec<ArgCheck>, errno: i32 },
+}
+
+/// One condition of a [`Decision::AllowOnly`]: `args[arg]`'s low 32 bits, masked, are
+/// one of `values`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgCheck {
+    /// The argument.
+    pub arg: u32,
+    /// The bits that count (type flags such as `SOCK_CLOEXEC` masked out).
+    pub mask: u32,
+    /// The values allowed (already masked).
+    pub values: Vec<u32>,
 }
 
 /// What a [`Decision::Switch`] case answers.
@@ -232,6 +247,23 @@ fn write_decision(p: &mut Backwards, decision: &Decision, violation: u32, rets: 
             }
             p.load(low)
         }
+        Decision::AllowOnly { checks, errno } => {
+            let refused = rets.get(p, ret_errno(*errno));
+            let mut next = rets.get(p, RET_ALLOW);
+            // Written backwards: the last check first. Each loads its word, masks it,
+            // and goes on to the next check on any of its values, else refuses.
+            for check in checks.iter().rev() {
+                let mut candidate = refused;
+                for value in check.values.iter().rev() {
+                    candidate = p.jump(JMP_JEQ_K, *value, next, candidate);
+                }
+                if check.mask != u32::MAX {
+                    p.and(check.mask);
+                }
+                next = p.load(arg_words(check.arg).0);
+            }
+            next
+        }
         Decision::ErrnoIfNonZero { args, errno } => {
             let refused = rets.get(p, ret_errno(*errno));
             let mut next = rets.get(p, RET_ALLOW);
@@ -303,6 +335,14 @@ pub fn build(rules: &[(u32, Decision)], default: u32, violation: u32) -> Result<
             Decision::Return(_) => {}
             Decision::ViolationIfAnyBit { arg: i, .. } | Decision::ErrnoIfAnyBit { arg: i, .. } => arg(*i)?,
             Decision::ErrnoIfNonZero { args, .. } => args.iter().try_for_each(|i| arg(*i))?,
+            Decision::AllowOnly { checks, .. } => {
+                for check in checks {
+                    arg(check.arg)?;
+                    if check.values.is_empty() || check.values.iter().any(|v| v & !check.mask != 0) {
+                        return Err(format!("system call {nr}: a check needs masked values"));
+                    }
+                }
+            }
             Decision::Switch { arg: i, cases, .. } => {
                 arg(*i)?;
                 if cases.iter().any(|c| !(1..=32).contains(&c.bits)) {
@@ -516,6 +556,46 @@ pub(crate) mod reference {
                     RET_ALLOW,
                     args.iter().map(|i| ScmpArgCompare::new(*i, ScmpCompareOp::Equal, 0)).collect(),
                 ));
+                rules
+            }
+            Decision::AllowOnly { checks, errno } => {
+                // Allowed: one rule per combination of the checks' values. Refused: a
+                // check fails, i.e. its masked word is outside its values; with a full
+                // mask that is the complement of exact patterns, else one differing bit.
+                let mut allowed: Vec<Vec<ScmpArgCompare>> = vec![Vec::new()];
+                for check in checks {
+                    allowed = allowed
+                        .into_iter()
+                        .flat_map(|conds| {
+                            check.values.iter().map(move |v| {
+                                let mut c = conds.clone();
+                                c.push(masked(check.arg, check.mask, *v));
+                                c
+                            })
+                        })
+                        .collect();
+                }
+                let mut rules: Vec<Rule> = allowed.into_iter().map(|c| Rule::new(RET_ALLOW, c)).collect();
+                for check in checks {
+                    let outside: Vec<(u32, u32)> = if check.mask == u32::MAX {
+                        let patterns: Vec<(u32, u32)> = check.values.iter().map(|v| (*v, 32)).collect();
+                        let mut out = Vec::new();
+                        complement(&patterns, 31, 0, 0, &mut out);
+                        out
+                    } else {
+                        assert_eq!(check.values.len(), 1, "the reference handles one value under a partial mask");
+                        (0..32)
+                            .map(|b| 1u32 << b)
+                            .filter(|b| check.mask & b != 0)
+                            .map(|b| (b, (check.values[0] & b) ^ b))
+                            .collect()
+                    };
+                    rules.extend(
+                        outside
+                            .into_iter()
+                            .map(|(mask, value)| Rule::new(ret_errno(*errno), vec![masked(check.arg, mask, value)])),
+                    );
+                }
                 rules
             }
         }

@@ -66,6 +66,13 @@ pub enum PolicyError {
     /// Dropping root to uid or gid 0 would drop nothing.
     #[error("run_as must name a non-root uid and gid")]
     RootIdentity,
+    /// The network by proxy needs a network namespace of the sandbox's own: without one
+    /// the sandbox would share the host's network.
+    #[error("the network allowlist needs a network namespace of the sandbox's own, and namespaces are off; run with namespaces, or without a network allowlist")]
+    NetworkWithoutNamespaces,
+    /// The network by proxy sends its listener over the report socket, and there is none.
+    #[error("the network allowlist needs a report socket (violation_fd) to hand its listener to the supervisor")]
+    NetworkWithoutReportSocket,
     /// The seccomp filter could not be built.
     #[error("failed to build the seccomp filter: {0}")]
     Seccomp(String),
@@ -123,6 +130,31 @@ pub enum NamespaceError {
         #[source]
         source: io::Error,
     },
+}
+
+/// Step 2 (2c, `network.rs`): the network by proxy, in the new network namespace.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum NetworkError {
+    /// No network namespace was made (the kernel refused one under best effort): the
+    /// sandbox would share the host's network, so it does not run.
+    #[error("network layer: the network allowlist needs a network namespace of the sandbox's own, and the kernel refused one (a container without CAP_SYS_ADMIN, or user namespaces off); the sandbox does not run with the host's network: allow namespaces, or run without a network allowlist")]
+    NoNetworkNamespace,
+    /// Bringing `lo` up failed.
+    #[error("network layer: failed to bring up the loopback interface of the sandbox's network namespace (ioctl SIOCSIFFLAGS)")]
+    Loopback(#[source] io::Error),
+    /// Making the proxy listener failed.
+    #[error("network layer: failed to make the proxy listener on 127.0.0.1 ({call})")]
+    Listener {
+        /// The system call.
+        call: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// Sending the listener to the supervisor failed.
+    #[error("network layer: failed to send the proxy listener to the supervisor (sendmsg)")]
+    Report(#[source] io::Error),
 }
 
 /// Step 3: priority, identity and privileges.
@@ -235,6 +267,9 @@ pub enum LockdownError {
     /// See [`NamespaceError`].
     #[error(transparent)]
     Namespace(#[from] NamespaceError),
+    /// See [`NetworkError`].
+    #[error(transparent)]
+    Network(#[from] NetworkError),
     /// See [`PrivilegeError`].
     #[error(transparent)]
     Privilege(#[from] PrivilegeError),

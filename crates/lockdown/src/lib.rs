@@ -10,7 +10,8 @@
 //!    death, inherited fds closed.
 //! 2. [`namespaces`]: user (when not root), net, ipc, uts; then [`mounts`]: a private
 //!    size-limited tmpfs over the workspace (the disk quota), and optionally a private
-//!    root holding only the policy's paths, when asked.
+//!    root holding only the policy's paths, when asked; then [`network`]: with the
+//!    network by proxy, `lo` up and the proxy's listener made and handed over.
 //! 3. [`privileges`]: the nice value first (a negative one needs root's capabilities);
 //!    root drops to an unprivileged uid/gid; securebits locked; capabilities and
 //!    bounding set emptied; `no_new_privs`; then non-dumpable (only now: earlier it
@@ -61,6 +62,7 @@ pub mod errors;
 pub mod fdpass;
 pub mod mounts;
 pub mod namespaces;
+pub mod network;
 pub mod observe;
 pub mod policy;
 pub mod privileges;
@@ -81,6 +83,7 @@ use serde::{Deserialize, Serialize};
 
 /// What [`apply`] enforced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema), schemars(deny_unknown_fields))]
 pub struct Applied {
     /// Namespaces created.
     pub namespaces: Vec<String>,
@@ -107,6 +110,10 @@ pub struct Applied {
     /// and listed, not fatal, and file calls are reported.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub learning: bool,
+    /// Network by proxy ([`Policy::network`]): the port of the listener handed to the
+    /// supervisor, the only one the sandbox may connect to (on 127.0.0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_port: Option<u16>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -136,25 +143,47 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     let address_space_now = rlimits::current_address_space()?;
 
     process::isolate_process(policy.keep_fds_below, parent)?;
-    let namespaces =
-        if policy.namespaces { namespaces::enter_namespaces(as_root, policy.best_effort)? } else { Vec::new() };
     let identity = if as_root { policy.run_as } else { None };
+    // Root without CAP_SYS_ADMIN (a container's root) cannot create the namespaces
+    // itself: it becomes the sandbox's uid first and creates them as an ordinary user
+    // does, where the runtime allows user namespaces (podman's profile does). Nice first:
+    // a negative value needs root's capability.
+    let early_identity = match identity {
+        Some(id) if policy.namespaces && !privileges::can_create_namespaces().map_err(capget_error)? => {
+            if let Some(nice) = policy.nice {
+                sys::set_nice(nice).map_err(|source| errors::PrivilegeError::Priority { nice, source })?;
+            }
+            privileges::become_identity_before_namespaces(id)?;
+            true
+        }
+        _ => false,
+    };
+    // Root's privileges for the namespace and mount steps: not after an early switch.
+    let root_makes_namespaces = as_root && !early_identity;
+    let namespaces = if policy.namespaces {
+        let may_share_network = !policy.network && !policy.best_effort;
+        namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, may_share_network)?
+    } else {
+        Vec::new()
+    };
     let workspace_quota = match &policy.workspace_quota {
         // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
-        Some(quota) if as_root || namespaces.contains(&"user") => match mounts::enter_mount_namespace() {
-            Ok(()) => {
-                let (uids, gids) =
-                    sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
-                let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
-                // Once in the namespace, every failure is an error, best effort or not.
-                mounts::prepare_filesystem(policy, quota, owner)?;
-                Some(quota.bytes)
+        Some(quota) if root_makes_namespaces || namespaces.contains(&"user") => {
+            match mounts::enter_mount_namespace() {
+                Ok(()) => {
+                    let (uids, gids) =
+                        sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
+                    let owner = identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] });
+                    // Once in the namespace, every failure is an error, best effort or not.
+                    mounts::prepare_filesystem(policy, quota, owner)?;
+                    Some(quota.bytes)
+                }
+                // Refused before anything changed (a container's seccomp profile): no quota
+                // and no private root, and `Applied` says so.
+                Err(_) if policy.best_effort => None,
+                Err(e) => return Err(e.into()),
             }
-            // Refused before anything changed (a container's seccomp profile): no quota
-            // and no private root, and `Applied` says so.
-            Err(_) if policy.best_effort => None,
-            Err(e) => return Err(e.into()),
-        },
+        }
         // No mount namespace can be made (neither root nor a user namespace): best effort
         // runs without the quota, and `Applied::workspace_quota` says so.
         Some(_) if policy.best_effort => None,
@@ -167,18 +196,26 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         }
         None => None,
     };
-    if let Some(nice) = policy.nice {
+    // In the new network namespace, before the drop (bringing `lo` up needs
+    // CAP_NET_ADMIN there); refused without a network namespace, best effort or not.
+    let proxy_port = match (policy.network, policy.violation_fd) {
+        (true, Some(report_socket)) => Some(network::open_proxy_listener(&namespaces, report_socket)?),
+        _ => None,
+    };
+    if let Some(nice) = policy.nice.filter(|_| !early_identity) {
         // Before the drop: only root's capabilities allow a negative value.
         sys::set_nice(nice).map_err(|source| errors::PrivilegeError::Priority { nice, source })?;
     }
-    privileges::drop_privileges(identity)?;
+    // Already the sandbox's uid (and, in its user namespace, no longer allowed
+    // `setgroups`): only the capabilities, the bounding set and no_new_privs are left.
+    privileges::drop_privileges(if early_identity { None } else { identity })?;
     // A learning sandbox stays dumpable: an unprivileged supervisor reads the paths of
     // its file calls from its memory (see `observe`). Started as root it is not: the
     // identity switch cleared the flag, and root's supervisor needs none.
     if !policy.learning {
         process::make_non_dumpable()?;
     }
-    let landlock = ruleset::restrict_filesystem_and_network(policy)?;
+    let landlock = ruleset::restrict_filesystem_and_network(policy, proxy_port)?;
     rlimits::apply_limits(&policy.limits, address_space_now)?;
     let private_root = workspace_quota.is_some() && policy.private_root;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {
@@ -203,5 +240,10 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         nice: policy.nice,
         programs: policy.executable.len(),
         learning: policy.learning,
+        proxy_port,
     })
+}
+
+fn capget_error(source: std::io::Error) -> LockdownError {
+    errors::PrivilegeError::Capabilities { call: "capget", source }.into()
 }

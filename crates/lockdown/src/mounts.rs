@@ -76,15 +76,15 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     // The new root is mounted over the workspace directory: it exists, and the host copy
     // of it stays empty anyway (the sandbox's files live on the quota tmpfs).
     let new_root = quota.path.clone();
-    sys::mount_at(&c_path(&new_root)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=1m,mode=0755")
+    // Room for the skeleton and the copies of small read-only files (`replicate`): a
+    // tmpfs's size is a ceiling, not an allocation.
+    let size = format!("size={}k,mode=0755", 1024 + MAX_FILES_COPIED * (MAX_COPIED_FILE >> 10));
+    sys::mount_at(&c_path(&new_root)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, &size)
         .map_err(failed("tmpfs root"))?;
     // An empty lower layer: an overlay without an upper layer needs two lower ones.
-    // Both helper directories go once every tree is in place.
+    // It goes once every tree is in place.
     let empty = new_root.join(EMPTY_LAYER);
-    let stage = new_root.join(STAGE);
-    for dir in [&empty, &stage] {
-        fs::create_dir(dir).map_err(failed(format!("mkdir {}", dir.display())))?;
-    }
+    fs::create_dir(&empty).map_err(failed(format!("mkdir {}", empty.display())))?;
     let mut entries: Vec<(&PathBuf, bool)> = Vec::new();
     entries.extend(policy.read_only.iter().map(|p| (p, true)));
     entries.extend(policy.executable.iter().map(|p| (p, true)));
@@ -93,25 +93,39 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     // it is writable inside a read-only one (then it is bound over it, read-write).
     entries.sort_by_key(|(p, _)| p.components().count());
     let mut bound: Vec<(&PathBuf, bool)> = Vec::new();
+    let mut files = FileBatch::default();
     for (path, read_only) in entries {
         if bound.iter().any(|(b, b_read_only)| path.starts_with(b) && (read_only || !b_read_only)) {
             continue;
         }
-        if replicate(&new_root, path, read_only)? {
+        if !read_only {
+            // A writable path bound over a read-only file must land on top of it, as it
+            // did when files were bound one at a time.
+            files.bind(&new_root)?;
+        }
+        if replicate(&new_root, path, read_only, &mut files)? {
             bound.push((path, read_only));
         }
     }
+    files.bind(&new_root)?;
     for visible in &policy.visible_only {
-        show_only(&new_root, visible)?;
+        show_only(&new_root, visible, &mut files)?;
     }
-    for dir in [&empty, &stage] {
-        fs::remove_dir(dir).map_err(failed(format!("rmdir {}", dir.display())))?;
-    }
+    fs::remove_dir(&empty).map_err(failed(format!("rmdir {}", empty.display())))?;
     mount_workspace(&new_root, quota, owner)?;
     let old = new_root.join(".old-root");
     fs::create_dir(&old).map_err(failed("mkdir .old-root"))?;
     sys::pivot_root(&c_path(&new_root)?, &c_path(&old)?).map_err(failed("pivot_root"))?;
     std::env::set_current_dir("/").map_err(failed("chdir /"))?;
+    // The stages go with the old root, in its one detach: each is moved into the old
+    // tree, onto the host directory the new root was mounted on (it exists, and nothing
+    // reads it any more), rather than detached on its own.
+    let in_old_root = c_path(&join(Path::new("/.old-root"), &quota.path))?;
+    for stage in files.stages {
+        let at = Path::new("/").join(&stage);
+        sys::move_mount(&c_path(&at)?, &in_old_root).map_err(failed(format!("move the stage {stage} away")))?;
+        fs::remove_dir(&at).map_err(failed(format!("rmdir {stage}")))?;
+    }
     sys::umount_detach("/.old-root").map_err(failed("umount the old root"))?;
     fs::remove_dir("/.old-root").map_err(failed("rmdir .old-root"))?;
     // The skeleton itself is read-only: only the workspace below it can be written.
@@ -127,7 +141,7 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
 
 /// Cover `visible.dir` (already bound under `root`) with an empty tmpfs and bind back
 /// only the kept entries that exist: the others are absent from the sandbox's root.
-fn show_only(root: &Path, visible: &crate::policy::VisibleOnly) -> Result<(), NamespaceError> {
+fn show_only(root: &Path, visible: &crate::policy::VisibleOnly, files: &mut FileBatch) -> Result<(), NamespaceError> {
     let target = join(root, &visible.dir);
     if !target.is_dir() {
         return Ok(()); // not part of this root: nothing of it is visible anyway
@@ -135,8 +149,9 @@ fn show_only(root: &Path, visible: &crate::policy::VisibleOnly) -> Result<(), Na
     sys::mount_at(&c_path(&target)?, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=1m,mode=0755")
         .map_err(failed(format!("tmpfs over {}", visible.dir.display())))?;
     for entry in &visible.entries {
-        replicate(root, &visible.dir.join(entry), true)?;
+        replicate(root, &visible.dir.join(entry), true, files)?;
     }
+    files.bind(root)?;
     // The cover itself read-only, like the rest of the skeleton.
     sys::remount_bind(&c_path(&target)?, libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV)
         .map_err(failed(format!("remount {} read-only", visible.dir.display())))
@@ -144,8 +159,22 @@ fn show_only(root: &Path, visible: &crate::policy::VisibleOnly) -> Result<(), Na
 
 /// The empty directory under the new root that is every overlay's bottom layer.
 const EMPTY_LAYER: &str = ".rsandbox-empty-layer";
-/// Where a file's directory is overlaid before the file is bound into place.
+/// Where a file's directory is overlaid before the file is bound into place (one stage
+/// per directory, numbered: `.rsandbox-stage-0`, ...).
 const STAGE: &str = ".rsandbox-stage";
+
+/// A read-only file up to this size is copied into the private root rather than bound
+/// from an overlay of its directory: a copy has an inode of its own as an overlay does,
+/// costs a read of a few KiB (`/etc/ld.so.cache`, `/etc/timezone`) instead of an
+/// overlay's set-up and detach (an RCU grace period), and works where the directory
+/// cannot be overlaid: overlayfs refuses (EINVAL, "failed to clone lowerpath") a lower
+/// directory with mounts under it that the sandbox's user namespace may not see under,
+/// as `/etc` is in every container (`/etc/hosts`, `/etc/resolv.conf`, `/etc/hostname`
+/// are bind mounts there).
+const MAX_COPIED_FILE: u64 = 4 << 20;
+/// How many files one root copies at most (bounds the root's tmpfs); more are bound
+/// from an overlay of their directory.
+const MAX_FILES_COPIED: u64 = 16;
 
 /// `path` as one layer of overlayfs's `lowerdir=` (`\`, `:` and `,` escaped).
 fn overlay_layer(path: &Path) -> String {
@@ -169,15 +198,67 @@ fn overlay(root: &Path, source: &Path, target: &Path) -> Result<(), NamespaceErr
     let locked = sys::mount_flags(&c_path(source)?).map_err(failed(format!("statvfs {}", source.display())))?;
     let options = format!("lowerdir={}:{}", overlay_layer(source), overlay_layer(&root.join(EMPTY_LAYER)));
     let flags = locked | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-    sys::mount(Some("overlay"), &target.to_string_lossy(), Some("overlay"), flags, Some(&options))
-        .map_err(failed(format!("overlay {}", source.display())))
+    sys::mount(Some("overlay"), &target.to_string_lossy(), Some("overlay"), flags, Some(&options)).map_err(|e| {
+        let what = if e.raw_os_error() == Some(libc::EINVAL) {
+            // What overlayfs logs as "failed to clone lowerpath": the likely cause, in
+            // the user's terms.
+            format!(
+                "overlay {} (overlayfs refuses a directory with mounts under it that the sandbox's user namespace \
+                 may not look under, such as a container's bind mount: `docker run --init` binds docker-init under \
+                 /usr/sbin; run the container without that mount, or rsandbox with --no-namespaces)",
+                source.display()
+            )
+        } else {
+            format!("overlay {}", source.display())
+        };
+        failed(what)(e)
+    })
+}
+
+/// Read-only files too large to copy waiting to be bound, by host directory: each
+/// directory is overlaid on a stage of its own once, and all its files are bound from
+/// that one overlay. The stages stay mounted until the root is pivoted,
+/// then go with the old root in its one detach: every detach waits for an RCU grace
+/// period (~70 µs on an idle machine, milliseconds on a busy one), and there used to be
+/// one per file.
+#[derive(Default)]
+struct FileBatch {
+    by_directory: std::collections::BTreeMap<PathBuf, Vec<(std::ffi::OsString, PathBuf)>>,
+    /// The stages used (names under the new root), each still holding its overlay.
+    stages: Vec<String>,
+    /// Small files copied into the root instead (at most `MAX_FILES_COPIED`).
+    copies: u64,
+}
+
+impl FileBatch {
+    /// Queue the host file `dir/name` to be bound, read-only, at `target`.
+    fn push(&mut self, dir: &Path, name: &std::ffi::OsStr, target: PathBuf) {
+        self.by_directory.entry(dir.to_path_buf()).or_default().push((name.to_os_string(), target));
+    }
+
+    /// Bind every queued file from a read-only overlay of its directory on the stage,
+    /// and empty the queue.
+    fn bind(&mut self, root: &Path) -> Result<(), NamespaceError> {
+        for (dir, files) in std::mem::take(&mut self.by_directory) {
+            let name = format!("{STAGE}-{}", self.stages.len());
+            let stage = root.join(&name);
+            fs::create_dir(&stage).map_err(failed(format!("mkdir {}", stage.display())))?;
+            overlay(root, &dir, &stage)?;
+            self.stages.push(name);
+            for (name, target) in files {
+                sys::bind_mount(&c_path(&stage.join(&name))?, &c_path(&target)?)
+                    .map_err(failed(format!("bind {}", dir.join(&name).display())))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Recreate `path` under `root`: a symlink as the same symlink; a directory or file
-/// read-only as a read-only overlay (a file: its directory is overlaid on the stage and
-/// the file bound from there), read-write as a bind mount. Returns false for a path that
-/// does not exist.
-fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, NamespaceError> {
+/// read-only as a read-only overlay (a small file: a copy, up to `MAX_FILES_COPIED`; a
+/// larger one: queued in `files`, to be bound from an overlay of its directory on the
+/// stage), read-write as a bind mount. Returns false for a path that does not exist.
+fn replicate(root: &Path, path: &Path, read_only: bool, files: &mut FileBatch) -> Result<bool, NamespaceError> {
     let Ok(meta) = fs::symlink_metadata(path) else { return Ok(false) };
     let target = join(root, path);
     if let Some(parent) = target.parent() {
@@ -210,14 +291,27 @@ fn replicate(root: &Path, path: &Path, read_only: bool) -> Result<bool, Namespac
         overlay(root, path, &target)?;
         return Ok(true);
     }
+    if meta.len() <= MAX_COPIED_FILE && files.copies < MAX_FILES_COPIED {
+        files.copies += 1;
+        copy_read_only(path, &target)?;
+        return Ok(true);
+    }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(failed(format!("overlay {}", path.display()))(io::Error::other("no parent directory")));
     };
-    let stage = root.join(STAGE);
-    overlay(root, dir, &stage)?;
-    let bound = sys::bind_mount(&c_path(&stage.join(name))?, &dest).map_err(failed(format!("bind {}", path.display())));
-    // The bind keeps the overlay alive; the stage is free for the next file.
-    sys::umount_detach(&stage.to_string_lossy()).map_err(failed(format!("umount the stage of {}", path.display())))?;
-    bound?;
+    files.push(dir, name, target);
     Ok(true)
+}
+
+/// Copy the host file `source` over the empty file `target` in the private root, with
+/// its permission bits; the root is remounted read-only once complete, so the copy can
+/// be neither written nor chmod-ed.
+fn copy_read_only(source: &Path, target: &Path) -> Result<(), NamespaceError> {
+    let what = || format!("copy {}", source.display());
+    let mut from = fs::File::open(source).map_err(failed(what()))?;
+    let mode = from.metadata().map_err(failed(what()))?.permissions();
+    let mut to = fs::OpenOptions::new().write(true).truncate(true).open(target).map_err(failed(what()))?;
+    // At most the size checked: a file that grew meanwhile is cut, not copied on.
+    io::copy(&mut io::Read::take(&mut from, MAX_COPIED_FILE), &mut to).map_err(failed(what()))?;
+    fs::set_permissions(target, mode).map_err(failed(what()))
 }

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// What a file call wants of its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FileAccess {
     /// Read a file or list a directory.

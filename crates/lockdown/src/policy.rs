@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// An unprivileged identity to switch to when the sandbox starts as root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Identity {
     /// Numeric user id (must not be 0).
@@ -76,7 +77,10 @@ pub struct Policy {
     pub read_write: Vec<PathBuf>,
     /// Files that may be executed. Empty: `execve` is a violation.
     pub executable: Vec<PathBuf>,
-    /// Allow creating IP sockets. Off: no socket can be created at all.
+    /// Network by proxy ([`crate::network`]): the sandbox gets a loopback-only network
+    /// namespace of its own holding a listener that is handed (over `violation_fd`) to
+    /// the supervisor's proxy, and may make TCP client sockets and connect to that
+    /// listener's port only. Off: no socket can be created at all. Needs namespaces.
     pub network: bool,
     /// Resource limits.
     pub limits: Limits,
@@ -178,6 +182,12 @@ impl Policy {
         if let Some(nice) = self.nice.filter(|n| !(-20..=19).contains(n)) {
             return Err(PolicyError::BadNice { nice });
         }
+        if self.network && !self.namespaces {
+            return Err(PolicyError::NetworkWithoutNamespaces);
+        }
+        if self.network && self.violation_fd.is_none() {
+            return Err(PolicyError::NetworkWithoutReportSocket);
+        }
         if self.learning && self.violation_fd.is_none() {
             return Err(PolicyError::LearningWithoutListener);
         }
@@ -264,6 +274,16 @@ mod tests {
         let p = Policy { learning: true, ..Policy::default() };
         assert!(matches!(p.validate(), Err(PolicyError::LearningWithoutListener)));
         Policy { learning: true, violation_fd: Some(4), keep_fds_below: 5, ..Policy::default() }.validate().unwrap();
+    }
+
+    #[test]
+    fn the_network_needs_namespaces_and_a_report_socket() {
+        let p =
+            Policy { network: true, namespaces: false, violation_fd: Some(4), keep_fds_below: 5, ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::NetworkWithoutNamespaces)));
+        let p = Policy { network: true, ..Policy::default() };
+        assert!(matches!(p.validate(), Err(PolicyError::NetworkWithoutReportSocket)));
+        Policy { network: true, violation_fd: Some(4), keep_fds_below: 5, ..Policy::default() }.validate().unwrap();
     }
 
     #[test]

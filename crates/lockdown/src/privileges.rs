@@ -76,3 +76,42 @@ fn verify(run_as: Option<Identity>) -> Result<(), PrivilegeError> {
         Err(e) => Err(PrivilegeError::NoNewPrivs(e)),
     }
 }
+
+/// The capabilities root needs to give each sandbox a user of its own (`chown` of the
+/// workspace, `setresgid`/`setgroups`, `setresuid`) that the calling process lacks in
+/// its effective set: empty for an ordinary root. Root without them (a container started
+/// with `--cap-drop ALL`) is uid 0 with no way to leave it, and the kernel enforces no
+/// `RLIMIT_NPROC` on uid 0's processes, so a sandbox's process limit would not hold.
+pub fn missing_root_capabilities() -> std::io::Result<Vec<&'static str>> {
+    use rustix::thread::CapabilitySet as Cap;
+    let (effective, _) = sys::capabilities()?;
+    let effective = Cap::from_bits_retain(effective);
+    let needed = [(Cap::CHOWN, "CAP_CHOWN"), (Cap::SETUID, "CAP_SETUID"), (Cap::SETGID, "CAP_SETGID")];
+    Ok(needed.iter().filter(|(cap, _)| !effective.contains(*cap)).map(|(_, name)| *name).collect())
+}
+
+/// Whether the calling process may create namespaces itself (`CAP_SYS_ADMIN` in its
+/// effective set). A container's root usually may not: its runtime grants root a few
+/// capabilities, not that one.
+pub fn can_create_namespaces() -> std::io::Result<bool> {
+    let (effective, _) = sys::capabilities()?;
+    Ok(rustix::thread::CapabilitySet::from_bits_retain(effective).contains(rustix::thread::CapabilitySet::SYS_ADMIN))
+}
+
+/// Root that may switch users but not create namespaces: become the sandbox's user now,
+/// before the namespaces, so that it creates them as an ordinary user does (a user
+/// namespace first, mapping its own uid). `setresuid` from root cleared the capabilities
+/// and the dumpable flag; the flag is set again because a non-dumpable process cannot
+/// write its user namespace's id maps (step 3 clears it for good).
+pub fn become_identity_before_namespaces(id: Identity) -> Result<(), PrivilegeError> {
+    let setid = |call| move |source| PrivilegeError::SetId { call, source };
+    sys::clear_supplementary_groups().map_err(setid("setgroups"))?;
+    sys::set_all_gids(id.gid).map_err(setid("setresgid"))?;
+    sys::set_all_uids(id.uid).map_err(setid("setresuid"))?;
+    sys::set_dumpable().map_err(|source| PrivilegeError::Capabilities { call: "prctl PR_SET_DUMPABLE", source })?;
+    let (uids, gids) = sys::ids().map_err(setid("getresuid"))?;
+    if uids != [id.uid; 3] || gids != [id.gid; 3] {
+        return Err(PrivilegeError::Verification(format!("ids are {uids:?}/{gids:?}, wanted {}/{}", id.uid, id.gid)));
+    }
+    Ok(())
+}

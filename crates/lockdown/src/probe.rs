@@ -50,7 +50,7 @@ fn namespaces_work(root: bool) -> bool {
     match pid {
         -1 => false,
         0 => {
-            let ok = crate::namespaces::enter_namespaces(root, false).is_ok();
+            let ok = crate::namespaces::enter_namespaces(root, false, false).is_ok();
             sys::exit_immediately(if ok { 0 } else { 1 })
         }
         child => {

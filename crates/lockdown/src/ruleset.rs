@@ -1,5 +1,6 @@
 //! Step 4: Landlock. Filesystem access beneath the policy's paths only, no TCP bind or
-//! connect, and no signals or abstract unix sockets across the sandbox boundary.
+//! connect (with the network by proxy: connect to the proxy's port only), and no
+//! signals or abstract unix sockets across the sandbox boundary.
 //!
 //! The ABI is pinned ([`REQUIRED_ABI`]), not taken from the running kernel, so the same
 //! policy means the same thing everywhere; a kernel that cannot enforce all of it is
@@ -9,7 +10,7 @@ use crate::errors::LandlockError;
 use crate::policy::Policy;
 use crate::sys;
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ pub const REQUIRED_ABI_NUMBER: i32 = 6;
 
 /// What Landlock enforced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LandlockEnforcement {
     /// Everything the policy asked.
@@ -51,7 +53,11 @@ fn rule(path: &Path, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, 
 }
 
 /// Build and enforce the ruleset on the calling thread (and its future children).
-pub fn restrict_filesystem_and_network(policy: &Policy) -> Result<LandlockEnforcement, LandlockError> {
+/// `proxy_port`: the one TCP port a network-by-proxy sandbox may connect to.
+pub fn restrict_filesystem_and_network(
+    policy: &Policy,
+    proxy_port: Option<u16>,
+) -> Result<LandlockEnforcement, LandlockError> {
     let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
     // Say plainly that the kernel lacks Landlock, rather than which access rights the
     // ruleset could not handle.
@@ -63,10 +69,14 @@ pub fn restrict_filesystem_and_network(policy: &Policy) -> Result<LandlockEnforc
         .set_compatibility(level)
         .handle_access(AccessFs::from_all(REQUIRED_ABI))?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)?;
-    if !policy.network {
-        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
-    }
+    // TCP is always handled: no bind anywhere, and a connect only to the proxy's port
+    // (a port, not an address: in the sandbox's own network namespace only its
+    // loopback exists, and nothing but the proxy's listener listens there).
+    ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     let mut created = ruleset.create()?;
+    if let Some(port) = proxy_port {
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+    }
     // Missing read-only paths grant nothing, so skipping them loses no protection.
     for path in policy.read_only.iter().filter(|p| p.exists()) {
         created = created.add_rule(rule(path, read_only_access())?)?;

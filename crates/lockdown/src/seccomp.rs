@@ -6,6 +6,8 @@
 //! |----------------|--------------------------------------------|----------------|
 //! | allowed        | ordinary calls                             | allow          |
 //! | socket creation| `socket`, `socketpair` (network off)       | `EACCES`       |
+//! | network by proxy | `socket` of `AF_INET`/`SOCK_STREAM`/TCP, `socketpair` of `AF_UNIX`, `connect` (network on; any other socket `EACCES`) | allow |
+//! | servers        | `bind`, `listen`, `accept`, `accept4` (network on; off: `ENOSYS`) | `EPERM` |
 //! | refused        | `setsid`, `setpgid`, `prlimit`/`setpriority`/`sched_setaffinity` on another target, `fcntl(F_SETPIPE_SZ)`, `fcntl(F_SETLEASE)`, `flock`, `memfd_create` | `EPERM` |
 //! | by path        | `chmod`, `fchmodat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path: allowed with a private root, else `EPERM` | allow / `EPERM` |
 //! | record locks   | `fcntl` `F_GETLK`/`F_SETLK`/`F_SETLKW` and the `F_OFD_` ones: allowed with a private root, else `ENOLCK` | allow / `ENOLCK` |
@@ -42,7 +44,7 @@
 //! instructions. With one filter there is no precedence between
 //! filters to get wrong: each call's answer is the one this table gives it.
 
-use crate::bpf::{self, Answer, Case, Decision, Insn, RET_ALLOW, RET_TRAP, RET_USER_NOTIF};
+use crate::bpf::{self, Answer, ArgCheck, Case, Decision, Insn, RET_ALLOW, RET_TRAP, RET_USER_NOTIF};
 use crate::errors::{PolicyError, SeccompError};
 use crate::sys;
 use std::os::fd::{BorrowedFd, RawFd};
@@ -54,10 +56,15 @@ pub enum Treatment {
     Allow,
     /// Allowed only when the policy lists executables; otherwise a violation.
     Exec,
-    /// Creates a socket: `EACCES` when the network is off.
+    /// Creates a socket: `EACCES` when the network is off; with it on, only a TCP client
+    /// socket (or a unix socketpair, which reaches nothing) is made.
     SocketCreate,
-    /// Acts on a socket's address (connect, bind, ...): allowed only with network on.
-    SocketAddress,
+    /// Connects a socket: allowed only with network on (Landlock then allows one port,
+    /// the proxy's, in a network namespace of the sandbox's own).
+    SocketConnect,
+    /// Makes a server (bind, listen, accept): never allowed (`EPERM` with network on,
+    /// `ENOSYS` off).
+    SocketServe,
     /// Refused with `EPERM`: leaving the process group (`setsid`, `setpgid`). Also `memfd_create`
     /// (memory no address-space limit counts, and an executable no Landlock rule
     /// covers; R does not use it) and `flock` (a lock on a shared read-only file is a
@@ -165,8 +172,8 @@ table! {
     SYS_getsockname => Allow, SYS_getpeername => Allow, SYS_getsockopt => Allow,
     SYS_setsockopt => Allow,
     SYS_socket => SocketCreate, SYS_socketpair => SocketCreate,
-    SYS_connect => SocketAddress, SYS_bind => SocketAddress, SYS_listen => SocketAddress,
-    SYS_accept => SocketAddress, SYS_accept4 => SocketAddress,
+    SYS_connect => SocketConnect, SYS_bind => SocketServe, SYS_listen => SocketServe,
+    SYS_accept => SocketServe, SYS_accept4 => SocketServe,
     SYS_setsid => Refused, SYS_setpgid => Refused,
     SYS_execve => Exec, SYS_execveat => Exec,
     // kernel attack surface and escapes
@@ -252,11 +259,12 @@ const PRCTL_ALLOWED: [libc::c_int; 20] = [
 /// rewrites what the kernel reports of the process.
 const PRCTL_VIOLATIONS: [libc::c_int; 2] = [libc::PR_SET_SECCOMP, libc::PR_SET_MM];
 
-/// Socket options refused with `EPERM` when the network is off (the only sockets are
-/// the sandbox's channels): the peer's credentials (`SO_PEERCRED`, `SO_PEERSEC`,
-/// `SO_PEERGROUPS`, `SO_PEERPIDFD` would name the supervisor's pid and uid) for
-/// `getsockopt`, and attaching a filter program for `setsockopt`. Matched on the option
-/// name alone: on a unix socket no other level has these numbers.
+/// Socket options refused with `EPERM`: the peer's credentials (`SO_PEERCRED`,
+/// `SO_PEERSEC`, `SO_PEERGROUPS`, `SO_PEERPIDFD` would name the supervisor's pid and uid)
+/// for `getsockopt`, and attaching a filter program for `setsockopt`. Matched on the
+/// option name alone: on a unix socket no other level has these numbers; on a TCP socket
+/// (network on) the TCP options of the same numbers (`TCP_THIN_DUPACK`, `TCP_ULP`,
+/// `TCP_CC_INFO`…) are refused too, which costs a client nothing it needs.
 const PEER_SOCKOPTS: [u32; 4] = [17, 31, 59, 77];
 const FILTER_SOCKOPTS: [u32; 4] = [26, 50, 51, 52];
 
@@ -265,7 +273,9 @@ const FILTER_SOCKOPTS: [u32; 4] = [26, 50, 51, 52];
 pub struct SeccompProfile {
     /// `execve`/`execveat` allowed (Landlock still decides which files).
     pub exec: bool,
-    /// Sockets may be created and connected.
+    /// Network by proxy: TCP client sockets may be created and connected (Landlock and
+    /// the sandbox's own network namespace leave only the proxy's port to connect to);
+    /// no server sockets, no other family or type.
     pub network: bool,
     /// Learning mode: the allowed file calls of [`crate::observe`] are reported too
     /// (with a listener; without one they are simply allowed).
@@ -313,11 +323,12 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
             Allow => Decision::Return(RET_ALLOW),
             Exec if profile.exec => Decision::Return(RET_ALLOW),
             Exec | Violation => Decision::Return(violation),
-            SocketCreate if profile.network => Decision::Return(RET_ALLOW),
+            SocketCreate if profile.network => network_socket_rule(*nr),
             SocketCreate => errno(libc::EACCES),
-            SocketAddress if profile.network => Decision::Return(RET_ALLOW),
+            SocketConnect if profile.network => Decision::Return(RET_ALLOW),
+            SocketServe if profile.network => errno(libc::EPERM),
             // Not listed: ENOSYS, like any call the table does not name.
-            SocketAddress => continue,
+            SocketConnect | SocketServe => continue,
             Refused => errno(libc::EPERM),
             ByPath if profile.private_root => Decision::Return(RET_ALLOW),
             ByPath => errno(libc::EPERM),
@@ -344,11 +355,9 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
     let mut prctl: Vec<Case> = PRCTL_ALLOWED.iter().map(|o| Case::exact(*o as u32, allow)).collect();
     prctl.extend(PRCTL_VIOLATIONS.iter().map(|o| Case::exact(*o as u32, Answer::Violation)));
     set(&mut rules, libc::SYS_prctl, Decision::Switch { arg: 0, cases: prctl, otherwise: eperm });
-    if !profile.network {
-        for (nr, options) in [(libc::SYS_getsockopt, PEER_SOCKOPTS), (libc::SYS_setsockopt, FILTER_SOCKOPTS)] {
-            let cases = options.iter().map(|o| Case::exact(*o, eperm)).collect();
-            set(&mut rules, nr, Decision::Switch { arg: 2, cases, otherwise: allow });
-        }
+    for (nr, options) in [(libc::SYS_getsockopt, PEER_SOCKOPTS), (libc::SYS_setsockopt, FILTER_SOCKOPTS)] {
+        let cases = options.iter().map(|o| Case::exact(*o, eperm)).collect();
+        set(&mut rules, nr, Decision::Switch { arg: 2, cases, otherwise: allow });
     }
     // Calls that may act on the caller only: a same-uid process (the zygote, the user's
     // own programs) is out of Landlock's reach for these. `utimensat` with a path is the
@@ -374,6 +383,28 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
         }
     }
     rules
+}
+
+/// The type flags a `socket` call may add to its type (masked out before the check).
+const SOCKET_TYPE_FLAGS: u32 = (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32;
+
+/// With network on: `socket` makes only an IPv4 TCP client socket (`AF_INET`,
+/// `SOCK_STREAM`, protocol 0 or `IPPROTO_TCP`): no UDP (DNS), raw, packet, netlink or
+/// IPv6 socket, and no unix socket that could reach a host path. `socketpair` only of
+/// `AF_UNIX`: a connected pair reaches nothing (libcurl makes one to wake itself up).
+/// Anything else `EACCES`, as with network off.
+fn network_socket_rule(nr: libc::c_long) -> Decision {
+    let family = |f: libc::c_int| ArgCheck { arg: 0, mask: u32::MAX, values: vec![f as u32] };
+    let checks = if nr == libc::SYS_socket {
+        vec![
+            family(libc::AF_INET),
+            ArgCheck { arg: 1, mask: !SOCKET_TYPE_FLAGS, values: vec![libc::SOCK_STREAM as u32] },
+            ArgCheck { arg: 2, mask: u32::MAX, values: vec![0, libc::IPPROTO_TCP as u32] },
+        ]
+    } else {
+        vec![family(libc::AF_UNIX)]
+    };
+    Decision::AllowOnly { checks, errno: libc::EACCES }
 }
 
 /// How the table treats `nr` (`None`: not listed, so `ENOSYS`).
@@ -544,8 +575,17 @@ mod tests {
             libc::SYS_prctl if PRCTL_VIOLATIONS.iter().any(|o| *o as u32 == low(0)) => return violation,
             libc::SYS_prctl if PRCTL_ALLOWED.iter().any(|o| *o as u32 == low(0)) => return RET_ALLOW,
             libc::SYS_prctl => return eperm,
-            libc::SYS_getsockopt if !profile.network && PEER_SOCKOPTS.contains(&low(2)) => return eperm,
-            libc::SYS_setsockopt if !profile.network && FILTER_SOCKOPTS.contains(&low(2)) => return eperm,
+            libc::SYS_getsockopt if PEER_SOCKOPTS.contains(&low(2)) => return eperm,
+            libc::SYS_setsockopt if FILTER_SOCKOPTS.contains(&low(2)) => return eperm,
+            libc::SYS_socket if profile.network => {
+                let tcp_client = low(0) == libc::AF_INET as u32
+                    && low(1) & !SOCKET_TYPE_FLAGS == libc::SOCK_STREAM as u32
+                    && (low(2) == 0 || low(2) == libc::IPPROTO_TCP as u32);
+                return if tcp_client { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) };
+            }
+            libc::SYS_socketpair if profile.network => {
+                return if low(0) == libc::AF_UNIX as u32 { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) };
+            }
             libc::SYS_prlimit64 | libc::SYS_sched_setaffinity => return refuse_unless_zero(&[0]),
             libc::SYS_setpriority => return refuse_unless_zero(&[0, 1]),
             libc::SYS_utimensat if !profile.private_root => return refuse_unless_zero(&[1]),
@@ -579,9 +619,16 @@ mod tests {
                     bpf::ret_errno(libc::EACCES)
                 }
             }
-            Some(SocketAddress) => {
+            Some(SocketConnect) => {
                 if profile.network {
                     RET_ALLOW
+                } else {
+                    bpf::ret_errno(libc::ENOSYS)
+                }
+            }
+            Some(SocketServe) => {
+                if profile.network {
+                    eperm
                 } else {
                     bpf::ret_errno(libc::ENOSYS)
                 }
@@ -649,6 +696,26 @@ mod tests {
                 args[i] = *v;
                 samples.push(args);
             }
+        }
+        // socket(family, type, protocol) as a TCP client makes it, and its neighbours.
+        let sock_cloexec = libc::SOCK_CLOEXEC as u64 | libc::SOCK_NONBLOCK as u64;
+        for (family, kind, protocol) in [
+            (2, 1, 0),
+            (2, 1 | sock_cloexec, 6),
+            (2, 1 | libc::SOCK_NONBLOCK as u64, 0),
+            (2, 1 | 0x10, 0),
+            (2, 1, 17),
+            (2, 1, 262),
+            (2, 2, 0),
+            (2, 3, 6),
+            (2, 5, 0),
+            (10, 1, 0),
+            (1, 1, 0),
+            (16, 3, 0),
+            (17, 3, 0),
+            (2 | (0xdead << 32), 1 | (0xbeef << 32), 6 | (1 << 40)),
+        ] {
+            samples.push([family, kind, protocol, 0, 0, 0]);
         }
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..40 {

@@ -40,6 +40,11 @@ pub fn set_child_subreaper() -> io::Result<()> {
     Ok(rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?)
 }
 
+/// `prctl(PR_SET_DUMPABLE, 1)`: /proc/self belongs to the process's own uid again.
+pub fn set_dumpable() -> io::Result<()> {
+    Ok(rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)?)
+}
+
 /// `prctl(PR_SET_DUMPABLE, 0)`: /proc/self becomes root-owned and ptrace by peers is refused.
 pub fn set_not_dumpable() -> io::Result<()> {
     Ok(rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?)
@@ -201,6 +206,11 @@ pub fn pivot_root(new_root: &std::ffi::CStr, put_old: &std::ffi::CStr) -> io::Re
     Ok(rustix::process::pivot_root(new_root, put_old)?)
 }
 
+/// `mount(source, target, NULL, MS_MOVE, NULL)`: move the mount at `source` to `target`.
+pub fn move_mount(source: &std::ffi::CStr, target: &std::ffi::CStr) -> io::Result<()> {
+    Ok(rustix::mount::mount_move(source, target)?)
+}
+
 /// `umount2(target, MNT_DETACH)`.
 pub fn umount_detach(target: &str) -> io::Result<()> {
     Ok(rustix::mount::unmount(target, rustix::mount::UnmountFlags::DETACH)?)
@@ -281,4 +291,47 @@ pub fn access_writable(path: &str) -> bool {
 #[cfg(test)]
 pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
     Ok(rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?)
+}
+
+/// Set `IFF_UP` on `lo` (`SIOCGIFFLAGS`, `SIOCSIFFLAGS` on a throwaway `AF_INET`
+/// datagram socket, closed before returning). Needs `CAP_NET_ADMIN` in the network
+/// namespace.
+pub fn bring_loopback_up() -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let socket = rustix::net::socket_with(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // libc: rustix has no interface-flag ioctls.
+    // SAFETY: a zeroed ifreq is valid; the name fits (3 bytes and a NUL of IFNAMSIZ).
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (to, from) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *to = *from as libc::c_char;
+    }
+    // SAFETY: `request` is a valid ifreq for both calls, which read and write only it.
+    unsafe {
+        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request))?;
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request))
+    }
+}
+
+/// A listening TCP socket on `127.0.0.1` and a port the kernel picks (close-on-exec).
+/// On failure, the call that failed.
+pub fn tcp_listener_on_loopback(backlog: i32) -> Result<std::os::fd::OwnedFd, (&'static str, io::Error)> {
+    use rustix::net::{AddressFamily, SocketAddrV4, SocketFlags, SocketType};
+    let socket = rustix::net::socket_with(AddressFamily::INET, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+        .map_err(|e| ("socket", e.into()))?;
+    rustix::net::bind(&socket, &SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| ("bind", e.into()))?;
+    rustix::net::listen(&socket, backlog).map_err(|e| ("listen", e.into()))?;
+    Ok(socket)
+}
+
+/// The local port of a bound IPv4 socket (`getsockname`).
+pub fn local_port(socket: std::os::fd::BorrowedFd<'_>) -> io::Result<u16> {
+    let address = rustix::net::getsockname(socket)?;
+    let v4 = rustix::net::SocketAddrV4::try_from(address).map_err(|_| io::Error::other("not an IPv4 socket"))?;
+    Ok(v4.port())
 }

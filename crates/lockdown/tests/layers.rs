@@ -546,7 +546,7 @@ fn namespaces_cut_off_the_host_network(caller: Caller) {
     let (_unix, unix_addr) = abstract_listener();
     let host: Vec<PathBuf> = ["user", "net", "ipc", "uts"].iter().map(|k| namespace_of(k).unwrap()).collect();
     let outcome = run(caller, move || {
-        let created = step("enter_namespaces", namespaces::enter_namespaces(caller.is_root(), false))?;
+        let created = step("enter_namespaces", namespaces::enter_namespaces(caller.is_root(), false, false))?;
         check_eq("namespaces created", created, caller.namespaces())?;
         for (kind, host_ns) in ["user", "net", "ipc", "uts"].iter().zip(&host) {
             let new = caller.namespaces().contains(kind);
@@ -574,7 +574,7 @@ fn namespaces_cut_off_the_host_network(caller: Caller) {
 fn best_effort_never_passes_over_a_user_namespace_without_id_maps() {
     let outcome = run(Caller::User, || {
         expect_ok("prctl(PR_SET_DUMPABLE, 0)", unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }.into())?;
-        match namespaces::enter_namespaces(false, true) {
+        match namespaces::enter_namespaces(false, true, false) {
             Ok(created) => Err(format!("best effort entered {created:?} and said nothing of the id maps")),
             Err(e) => {
                 let text = error_chain(&e);
@@ -619,7 +619,7 @@ both_callers!(privileges_are_dropped);
 fn privileges_are_dropped(caller: Caller) {
     let outcome = run(caller, move || {
         if !caller.is_root() {
-            step("enter_namespaces", namespaces::enter_namespaces(false, false))?;
+            step("enter_namespaces", namespaces::enter_namespaces(false, false, false))?;
         }
         let (_, permitted) = capabilities()?;
         check_eq("capabilities before the drop", permitted != 0, true)?;
@@ -793,7 +793,7 @@ fn landlock_policy(ws: &Workspace) -> Policy {
 }
 
 fn restrict(policy: &Policy) -> Check {
-    let enforced = step("restrict_filesystem_and_network", ruleset::restrict_filesystem_and_network(policy))?;
+    let enforced = step("restrict_filesystem_and_network", ruleset::restrict_filesystem_and_network(policy, None))?;
     check_eq("Landlock enforcement", enforced, LandlockEnforcement::Full)
 }
 
@@ -1084,7 +1084,9 @@ fn seccomp_exec_profile_runs_a_program(caller: Caller) {
     assert_eq!(outcome, Outcome::Exited(1));
 }
 
-/// With `network` sockets are created and connected.
+/// With `network` (by proxy) only TCP client sockets are made and connected, and a
+/// unix socketpair (libcurl's wakeup); every other family, type or protocol is EACCES,
+/// and no server: bind, listen and accept are EPERM. Peer credentials stay refused.
 fn seccomp_network_profile_allows_sockets(caller: Caller) {
     let filters =
         SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false, private_root: false })
@@ -1093,7 +1095,44 @@ fn seccomp_network_profile_allows_sockets(caller: Caller) {
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
         io_ok("TCP connect to 127.0.0.1", TcpStream::connect(addr))?;
-        io_ok("socketpair", UnixStream::pair()).map(drop)
+        let pair = io_ok("socketpair", UnixStream::pair())?;
+        let socket = |family, kind, protocol| -> io::Result<RawFd> {
+            match unsafe { libc::socket(family, kind, protocol) } {
+                fd if fd >= 0 => Ok(fd),
+                _ => Err(io::Error::last_os_error()),
+            }
+        };
+        let flags = libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        io_ok("TCP socket with its flags", socket(libc::AF_INET, libc::SOCK_STREAM | flags, libc::IPPROTO_TCP))?;
+        for (what, family, kind, protocol) in [
+            ("UDP socket", libc::AF_INET, libc::SOCK_DGRAM, 0),
+            ("raw socket", libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+            ("IPv6 TCP socket", libc::AF_INET6, libc::SOCK_STREAM, 0),
+            ("unix socket", libc::AF_UNIX, libc::SOCK_STREAM, 0),
+            ("netlink socket", libc::AF_NETLINK, libc::SOCK_RAW, 0),
+            ("packet socket", libc::AF_PACKET, libc::SOCK_RAW, 0),
+            ("MPTCP socket", libc::AF_INET, libc::SOCK_STREAM, 262),
+        ] {
+            expect_io_errno(what, socket(family, kind, protocol), libc::EACCES)?;
+        }
+        let udp_pair = unsafe { libc::socketpair(libc::AF_INET, libc::SOCK_STREAM, 0, [0; 2].as_mut_ptr()) };
+        expect_errno("socketpair(AF_INET)", udp_pair.into(), libc::EACCES)?;
+        expect_io_errno("TCP bind", TcpListener::bind("127.0.0.1:0"), libc::EPERM)?;
+        let tcp = io_ok("TCP socket", socket(libc::AF_INET, libc::SOCK_STREAM, 0))?;
+        expect_errno("listen", unsafe { libc::listen(tcp, 1) }.into(), libc::EPERM)?;
+        let accepted = unsafe { libc::accept4(tcp, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        expect_errno("accept4", accepted.into(), libc::EPERM)?;
+        let (mut cred, mut len) = ([0u8; 12], 12u32);
+        let rc = unsafe {
+            libc::getsockopt(
+                pair.0.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                cred.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        expect_errno("getsockopt(SO_PEERCRED)", rc.into(), libc::EPERM)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
@@ -1351,16 +1390,18 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
                         }
                     }
                     Some(seccomp::Treatment::Violation) => VIOLATION,
-                    Some(seccomp::Treatment::SocketCreate) => {
+                    // Swept with zero arguments: family 0 is neither AF_INET nor AF_UNIX.
+                    Some(seccomp::Treatment::SocketCreate) => libc::EACCES,
+                    Some(seccomp::Treatment::SocketConnect) => {
                         if network {
                             CAUGHT
                         } else {
-                            libc::EACCES
+                            libc::ENOSYS
                         }
                     }
-                    Some(seccomp::Treatment::SocketAddress) => {
+                    Some(seccomp::Treatment::SocketServe) => {
                         if network {
-                            CAUGHT
+                            libc::EPERM
                         } else {
                             libc::ENOSYS
                         }
@@ -1404,6 +1445,7 @@ both_callers!(
     apply_without_private_root_refuses_record_locks_and_by_path_metadata,
     apply_full_policy_kills_violations,
     apply_reports_violations_over_violation_fd,
+    apply_network_by_proxy_hands_its_listener_over_and_reaches_nothing_else,
     apply_in_learning_mode_reports_file_calls_and_continuing_grants_nothing,
     command_spawn_runs_a_program_from_a_single_threaded_caller,
 );
@@ -1467,6 +1509,7 @@ fn expected_applied(caller: Caller) -> Applied {
         nice: None,
         programs: 0,
         learning: false,
+        proxy_port: None,
     }
 }
 
@@ -1738,6 +1781,70 @@ fn apply_reports_violations_over_violation_fd(caller: Caller) {
     deny_one_unshare(listener, child.pid);
     unsafe { libc::close(listener) };
     assert_eq!(child.wait(), Outcome::Passed);
+}
+
+/// Network by proxy: the supervisor receives the listener (tag `N`) before the seccomp
+/// listener, and accepts there what the sandbox connects to 127.0.0.1:PORT; the sandbox
+/// holds no listener, cannot connect to another port (Landlock), bind (seccomp), or
+/// reach the host's 127.0.0.1 (its own network namespace).
+fn apply_network_by_proxy_hands_its_listener_over_and_reaches_nothing_else(caller: Caller) {
+    let ws = Workspace::new(caller.sandbox_identity());
+    let mut policy = realistic_policy(caller, &ws);
+    policy.keep_fds_below = 4;
+    policy.violation_fd = Some(3);
+    policy.network = true;
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let (_host_listener, host_addr) = tcp_listener();
+    let (supervisor, sandbox_end) = UnixStream::pair().unwrap();
+    let report_fd = sandbox_end.as_raw_fd();
+    let child = spawn(caller, move || {
+        expect_ok("dup2 to 3", unsafe { libc::dup2(report_fd, 3) }.into())?;
+        let applied = apply(&policy, &filters, parent)?;
+        let port = applied.proxy_port.ok_or("Applied::proxy_port is None")?;
+        check_eq("Applied", applied, Applied { proxy_port: Some(port), ..expected_applied(caller) })?;
+        // Only fds 0..=3 are open: the listener went to the supervisor.
+        for fd in 4..64 {
+            expect_errno(
+                &format!("fcntl({fd}, F_GETFD)"),
+                unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(),
+                libc::EBADF,
+            )?;
+        }
+        let mut proxy = io_ok("connect to the proxy's port", TcpStream::connect(("127.0.0.1", port)))?;
+        io_ok("write to the proxy", std::io::Write::write_all(&mut proxy, b"CONNECT"))?;
+        let other = if port == 65535 { port - 1 } else { port + 1 };
+        expect_io_errno("connect to another port", TcpStream::connect(("127.0.0.1", other)), libc::EACCES)?;
+        let host = TcpStream::connect(("127.0.0.1", host_addr.port()));
+        if host_addr.port() != port {
+            expect_io_errno("connect to the host's listener's port", host, libc::EACCES)?;
+        }
+        expect_io_errno("bind", TcpListener::bind("127.0.0.1:0"), libc::EPERM)
+    });
+    drop(sandbox_end);
+    let (Ok(listener), Ok(seccomp_listener)) = (receive_fd(&supervisor), receive_fd(&supervisor)) else {
+        panic!("the proxy listener and the seccomp listener were not both received; the child: {:?}", child.wait())
+    };
+    // SAFETY: the fd was just received and nothing else owns it.
+    let listener = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(listener) };
+    let listener = TcpListener::from(listener);
+    let (mut accepted, peer) = listener.accept().unwrap();
+    assert!(peer.ip().is_loopback(), "{peer}");
+    let mut greeting = [0u8; 7];
+    std::io::Read::read_exact(&mut accepted, &mut greeting).unwrap();
+    assert_eq!(&greeting, b"CONNECT");
+    assert_eq!(child.wait(), Outcome::Passed);
+    unsafe { libc::close(seccomp_listener) };
+}
+
+/// Without a network namespace the network by proxy is refused (the sandbox would share
+/// the host's network): by the policy's check when namespaces are off.
+#[test]
+fn network_by_proxy_without_namespaces_is_refused() {
+    let policy =
+        Policy { network: true, namespaces: false, violation_fd: Some(3), keep_fds_below: 4, ..Policy::default() };
+    let error = policy.validate().unwrap_err().to_string();
+    assert!(error.contains("network allowlist needs a network namespace"), "{error}");
 }
 
 /// Learning mode: the supervisor hears of each file call with its path, and lets it go

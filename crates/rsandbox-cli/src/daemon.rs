@@ -17,6 +17,8 @@
 //! `RSANDBOX_NO_DAEMON=1` or `--no-daemon` turns all of this off.
 
 use base64::Engine as _;
+use fronts::core::error::ErrorDetail;
+use fronts::core::ErrorCode;
 use rsandbox::{Engine, EngineConfig, EvalOptions, EvalRequest, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
@@ -61,6 +63,7 @@ impl DaemonKey {
             || config.zygote_path.is_some()
             || config.workspace_root.is_some()
             || config.profile.name != "strict"
+            || config.profile.network.is_some()
             || config.run_as.is_some()
             || config.nice.is_some()
         {
@@ -126,7 +129,7 @@ pub enum Answer {
     /// The evaluation's result.
     Result(Box<EvalResult>),
     /// The daemon refused the request (`bad_input`, `sandbox_setup_failed`, ...).
-    Refused { code: String, message: String },
+    Refused(ErrorDetail),
 }
 
 /// Evaluate through this user's daemon. `Ok(None)`: no daemon answers (one is started
@@ -181,11 +184,13 @@ pub fn eval(key: &DaemonKey, request: &EvalRequest<'_>) -> Result<Option<Answer>
             serde_json::from_value(result.clone()).map_err(|e| format!("the daemon's result is malformed: {e}"))?;
         return Ok(Some(Answer::Result(Box::new(result))));
     }
-    let error = &response["error"];
-    Ok(Some(Answer::Refused {
-        code: error["code"].as_str().unwrap_or("engine_error").to_string(),
-        message: error["message"].as_str().unwrap_or("the daemon refused the request").to_string(),
-    }))
+    // An answer that is neither a result nor an error the protocol names is the
+    // daemon failing, never a reason to take the request as bad.
+    let error = serde_json::from_value(response["error"].clone()).unwrap_or_else(|_| ErrorDetail {
+        code: ErrorCode::EngineError,
+        message: "the daemon refused the request without a known error code".into(),
+    });
+    Ok(Some(Answer::Refused(error)))
 }
 
 /// The protocol's limits object for these options (sizes in bytes).
@@ -264,7 +269,11 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
     let engine = Engine::start(EngineConfig { prefork: cores, ..config })?;
     let listener = UnixListener::bind(&socket)?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-    std::fs::write(dir.join(format!("{name}.pid")), std::process::id().to_string())?;
+    // Written aside and renamed into place: a reader never sees the file empty or half written.
+    let pid_file = dir.join(format!("{name}.pid"));
+    let pid_draft = dir.join(format!("{name}.pid.draft"));
+    std::fs::write(&pid_draft, std::process::id().to_string())?;
+    std::fs::rename(&pid_draft, &pid_file)?;
     let idle = std::env::var("RSANDBOX_DAEMON_IDLE")
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
@@ -273,7 +282,7 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
     let served = accept_until_idle(&listener, &engine, idle);
     // Remove the socket first, so no client connects to a daemon on its way out.
     std::fs::remove_file(&socket).ok();
-    std::fs::remove_file(dir.join(format!("{name}.pid"))).ok();
+    std::fs::remove_file(&pid_file).ok();
     drop(engine);
     served?;
     Ok(0)

@@ -75,9 +75,10 @@ pub fn one(mut job: Job, limits: &LimitArgs, engine: &EngineArgs, io: &IoArgs, j
     };
     let mut result = match answer {
         Some(daemon::Answer::Result(result)) => *result,
-        Some(daemon::Answer::Refused { code, message }) => {
-            eprintln!("rsandbox: {}", crate::terminal::inert_on_stderr(&crate::with_remedy(message)));
-            return Ok(if code == "bad_input" { EXIT_BAD_INPUT } else { EXIT_SETUP_FAILED });
+        Some(daemon::Answer::Refused(error)) => {
+            eprintln!("rsandbox: {}", crate::terminal::inert_on_stderr(&crate::with_remedy(error.message)));
+            // The one mapping of an error code to an exit status, as every front's.
+            return Ok(error.code.exit_code());
         }
         None => {
             // One fork only: warming the zygote for fast later forks would be wasted here.

@@ -372,6 +372,11 @@ pub(crate) struct EngineArgs {
     /// allowlist, limits, preload; see the README).
     #[arg(long, value_name = "NAME|FILE", value_parser = load_profile)]
     profile: Option<Profile>,
+    /// Hosts the sandboxes may reach through the supervisor's proxy (`cran.test`,
+    /// `*.r-universe.dev`, `api.example.com:8443`; port 443 unless given), added to the
+    /// profile's `[network] allow`: on a server, the ceiling a request may narrow.
+    #[arg(long, value_name = "HOST", value_delimiter = ',', value_parser = allow_rule)]
+    network_allow: Vec<String>,
     /// As root: run every sandbox as this uid (default: a fresh uid per sandbox, which
     /// keeps process limits per sandbox). Refused: 0, and a login account's uid unless
     /// --allow-login-uid.
@@ -393,47 +398,61 @@ fn load_profile(text: &str) -> Result<Profile, String> {
     Profile::load(text).map_err(|e| e.to_string())
 }
 
+/// One `--network-allow` entry, checked as a profile's would be.
+fn allow_rule(text: &str) -> Result<String, String> {
+    let network = rsandbox::Network { allow: vec![text.to_string()], ..rsandbox::Network::default() };
+    network.policy().map(|_| text.to_string()).map_err(|e| e.to_string())
+}
+
 impl LimitArgs {
+    /// The limits the flags set, as every front names them (`rsandbox::Limits`: a flag
+    /// is `--` and the knob's name). The timeout is apart: the CLI takes fractions and
+    /// units (`500ms`), `Limits` whole seconds.
+    fn limits(&self) -> rsandbox::Limits {
+        rsandbox::Limits {
+            timeout: None,
+            cpu: self.cpu,
+            memory: self.memory.clone(),
+            fsize: self.fsize.clone(),
+            disk: self.disk.clone(),
+            nproc: self.nproc,
+            nofile: self.nofile,
+            max_output: self.max_output.clone(),
+            // The network is the profile's (`--network-allow` sets it for the engine).
+            network: None,
+        }
+    }
+
     /// The limits: the flags given, else the profile's, else the defaults.
     pub(crate) fn options(&self, profile: &Profile) -> Result<EvalOptions, rsandbox::InputError> {
-        let bad = |what: &str, value: &str| rsandbox::InputError::BadLimit { what: what.into(), value: value.into() };
-        let defaults = profile.apply_limits(EvalOptions::default());
-        let secs = match &self.timeout {
-            None => defaults.timeout.as_secs_f64(),
+        let flag = |knob: &str| format!("--{}", knob.replace('_', "-"));
+        let mut options = self.limits().apply_named(profile.apply_limits(EvalOptions::default()), flag)?;
+        if let Some(text) = &self.timeout {
             // Seconds, or with a unit (500ms, 1.5s, 2m), within the one timeout rule of
             // every front.
-            Some(text) => {
-                let secs = text
-                    .parse::<f64>()
-                    .or_else(|_| rsandbox::parse_duration(text).map(|d| d.as_secs_f64()))
-                    .map_err(|_| bad("--timeout (seconds)", text))?;
-                rsandbox::limits::timeout_secs(secs)
-                    .map_err(|_| bad("--timeout (seconds, above 0, at most 86400)", text))?
-                    .as_secs_f64()
-            }
-        };
-        let size = |flag: &str, v: &Option<String>, d: Option<u64>| match v.as_deref() {
-            None => Ok(d),
-            Some(text) => parse_size(text).map(Some).map_err(|_| bad(&format!("{flag} (a size such as 512M)"), text)),
-        };
-        Ok(EvalOptions {
-            timeout: Duration::from_secs_f64(secs),
-            cpu_seconds: self.cpu.or(defaults.cpu_seconds),
-            memory: size("--memory", &self.memory, defaults.memory)?,
-            file_size: size("--fsize", &self.fsize, defaults.file_size)?,
-            disk: size("--disk", &self.disk, defaults.disk)?,
-            processes: self.nproc.or(defaults.processes),
-            open_files: self.nofile.or(defaults.open_files),
-            max_output: size("--max-output", &self.max_output, Some(defaults.max_output))?
-                .unwrap_or(defaults.max_output),
-        })
+            let bad = |what: &str| rsandbox::InputError::BadLimit { what: what.into(), value: text.clone() };
+            let secs = text
+                .parse::<f64>()
+                .or_else(|_| rsandbox::parse_duration(text).map(|d| d.as_secs_f64()))
+                .map_err(|_| bad("--timeout (seconds)"))?;
+            options.timeout =
+                rsandbox::limits::timeout_secs(secs).map_err(|_| bad("--timeout (seconds, above 0, at most 86400)"))?;
+        }
+        Ok(options)
     }
 }
 
 impl EngineArgs {
     /// The profile asked for (`strict` when none).
     pub(crate) fn profile(&self) -> Profile {
-        self.profile.clone().unwrap_or_else(Profile::strict)
+        let mut profile = self.profile.clone().unwrap_or_else(Profile::strict);
+        if !self.network_allow.is_empty() {
+            let network = profile.network.get_or_insert_with(rsandbox::Network::default);
+            network
+                .allow
+                .extend(self.network_allow.iter().filter(|h| !network.allow.contains(h)).cloned().collect::<Vec<_>>());
+        }
+        profile
     }
 
     pub(crate) fn config(&self) -> EngineConfig {
@@ -708,12 +727,13 @@ fn mcp(
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
     };
-    let tokens = match network_access(http, token_file.as_deref()) {
+    let engine_config = engine.config();
+    let tokens = match network_access(http, token_file.as_deref(), engine_config.profile.network.as_ref()) {
         Ok(tokens) => tokens,
         Err(code) => return Ok(code),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
+    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine_config })?;
     match http {
         None => fronts::mcp::serve_stdio(engine, config).map_err(anyhow::Error::msg)?,
         Some(addr) => fronts::mcp::serve_http(engine, addr, tokens, config, connections, |bound| {
@@ -732,12 +752,13 @@ fn serve(
     cap_args: &HttpCapArgs,
 ) -> anyhow::Result<u8> {
     let caps = cap_args.caps()?;
-    let tokens = match network_access(http, token_file.as_deref()) {
+    let engine_config = engine.config();
+    let tokens = match network_access(http, token_file.as_deref(), engine_config.profile.network.as_ref()) {
         Ok(tokens) => tokens,
         Err(code) => return Ok(code),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine.config() })?;
+    let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine_config })?;
     match http {
         None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
         Some(addr) => {
@@ -760,16 +781,23 @@ fn serve(
     Ok(0)
 }
 
-/// The tokens for a network front, checked with the loopback rule before R starts:
-/// a bad token file or an open bind is bad input (exit 2), said on stderr.
+/// The tokens for a network front, checked with the loopback rule and against the
+/// profile's network allowlist (`network`) before R starts: a bad token file, a token's
+/// `network=` outside the profile's or an open bind is bad input (exit 2), said on
+/// stderr. (The fronts check the allowlists again when they start.)
 fn network_access(
     http: Option<std::net::SocketAddr>,
     token_file: Option<&std::path::Path>,
+    network: Option<&rsandbox::Network>,
 ) -> Result<Option<fronts::auth::Tokens>, u8> {
     let tokens = token_file.map(fronts::auth::Tokens::load).transpose().map_err(|e| {
         eprintln!("rsandbox: {e}");
         EXIT_BAD_INPUT
     })?;
+    if let Err(e) = fronts::core::TokenNetworks::new(tokens.as_ref(), network) {
+        eprintln!("rsandbox: {}: {e}", token_file.map(|p| p.display().to_string()).unwrap_or_default());
+        return Err(EXIT_BAD_INPUT);
+    }
     if let Some(Err(e)) = http.map(|addr| fronts::auth::check_bind(addr, tokens.as_ref())) {
         eprintln!("rsandbox: {e}");
         return Err(EXIT_BAD_INPUT);
@@ -813,6 +841,7 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
         "preload": profile.preload,
         "limits": {"timeout": profile.limits.timeout, "memory": profile.limits.memory, "cpu": profile.limits.cpu,
                    "nproc": profile.limits.nproc, "disk": profile.limits.disk, "fsize": profile.limits.fsize, "nofile": profile.limits.nofile},
+        "network": profile.network,
     });
     if json {
         let mut value = serde_json::to_value(&probe)?;
@@ -877,6 +906,15 @@ fn check(json: bool, engine: &EngineArgs) -> anyhow::Result<u8> {
             out!("  landlock         {:?}", l.landlock);
             out!("  seccomp          {}", yes(l.seccomp));
             out!("  no_new_privs, rlimits, clean environment: yes");
+            match (&profile.network, l.proxy_port) {
+                (Some(network), Some(port)) => out!(
+                    "  network          allowlist on: {} (through the supervisor's proxy, 127.0.0.1:{port} in the sandbox's own \
+                     network namespace; TCP client sockets to that port only; no DNS, UDP, raw or server sockets)",
+                    network.allow.join(", ")
+                ),
+                (Some(_), None) => out!("  network          allowlist asked for, but the sandbox got no proxy"),
+                (None, _) => out!("  network          none (allowlist off: no socket can be created)"),
+            }
             let memory = match accounting {
                 Some(rsandbox::meter::MemoryAccounting::Pss) => "proportional (PSS: pages shared after fork count once)",
                 _ => "resident (RSS: pages a forked child shares count again; /proc/PID/smaps_rollup is not readable here)",

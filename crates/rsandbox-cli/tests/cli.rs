@@ -511,12 +511,14 @@ both!(
 both!(
     fn nonsense_limits_are_rejected(who) {
         let _g = shared();
-        assert_rejected(who, &["eval", "--memory", "12Q", "1"], "invalid --memory (a size such as 512M): 12Q");
+        assert_rejected(who, &["eval", "--memory", "12Q", "1"], "invalid --memory (a size such as \"512M\"): 12Q");
         assert_rejected(who, &["eval", "--timeout", "-1", "1"], "invalid --timeout (seconds, above 0, at most 86400): -1");
         assert_rejected(who, &["eval", "--timeout=-1", "1"], "invalid --timeout (seconds, above 0, at most 86400): -1");
         assert_rejected(who, &["eval", "--timeout", "abc", "1"], "invalid --timeout (seconds): abc");
         assert_rejected(who, &["eval", "--timeout", "0", "1"], "invalid --timeout (seconds, above 0, at most 86400): 0");
         assert_rejected(who, &["eval", "--nofile", "8", "1"], "nofile");
+        // The engine's limits name the knob; the CLI names its flag.
+        assert_rejected(who, &["eval", "--max-output", "1Q", "1"], "invalid --max-output (a size such as \"512M\"): 1Q");
         assert_rejected(who, &["exec", "--memory", "12Q", "--", "/bin/true"], "12Q");
     }
 );
@@ -778,10 +780,15 @@ fn profiles_set_limits_and_bad_ones_are_refused_by_line_and_key() {
     out.assert_code(3);
     let out = rsandbox(Who::Root, &["eval", "--profile", &quick, "--timeout", "20", "Sys.sleep(1.5); 'flags win'"]);
     out.assert_code(0);
-    let bad = profile_file(Who::Root, "bad", "read = []\nnetwork = true\n");
+    let bad = profile_file(Who::Root, "bad", "read = []\nnetwrok = true\n");
     let out = rsandbox(Who::Root, &["eval", "--profile", &bad, "1"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("unknown field `network`") && out.stderr.contains("line 2"), "{out}");
+    assert!(out.stderr.contains("unknown field `netwrok`") && out.stderr.contains("line 2"), "{out}");
+    // `network` is a table ([network]), not a switch: the key and its line are named.
+    let bad = profile_file(Who::Root, "bad-network", "read = []\nnetwork = true\n");
+    let out = rsandbox(Who::Root, &["eval", "--profile", &bad, "1"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("network") && out.stderr.contains("line 2"), "{out}");
     let missing = profile_file(Who::Root, "missing", "packages = [\"notapackage\"]\n");
     let out = rsandbox(Who::Root, &["eval", "--profile", &missing, "1"]);
     out.assert_code(2);

@@ -200,3 +200,25 @@ both!(
         assert!(instructions.contains("no private root"), "{out}");
     }
 );
+
+/// Root without CAP_SYS_ADMIN where user namespaces are allowed (podman's default
+/// profile, emulated by dropping the capability): each sandbox becomes its own uid first
+/// and takes a user namespace as an ordinary user does, keeping every layer.
+#[test]
+fn root_without_cap_sys_admin_takes_a_user_namespace_and_keeps_every_layer() {
+    let _g = shared();
+    let out = rsandbox_in(Place::WithoutSysAdmin, Who::Root, &["eval", "--json", "file.create('x')"], &[], None);
+    let j = out.json();
+    assert_outcome(&out, &j, "ok", 0);
+    let layers = &j["layers"];
+    assert_eq!(layers["namespaces"], json!(["user", "net", "ipc", "uts"]), "{out}");
+    assert_eq!(layers["private_root"], json!(true), "{out}");
+    assert!(layers["workspace_quota"].as_u64().is_some(), "the quota holds:{out}");
+    assert_eq!(layers["landlock"], "full", "{out}");
+    assert_eq!(layers["seccomp"], json!(true), "{out}");
+    assert!(layers["identity"]["uid"].as_u64().unwrap() >= 2_000_000_000, "its own uid:{out}");
+    let out = rsandbox_in(Place::WithoutSysAdmin, Who::Root, &["eval", "--json", "system('id')"], &[], None);
+    let j = out.json();
+    assert_outcome(&out, &j, "violation", 9);
+    assert_eq!(j["violation"]["syscall"], "execve", "{out}");
+}

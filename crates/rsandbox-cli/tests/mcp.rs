@@ -132,7 +132,10 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
     std::fs::write(&tokens, "st:schemathesis-token-0123456789\n").unwrap();
     std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let mut server = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
-        .args(["serve", "--http", "127.0.0.1:0", "--max-timeout", "5", "--token-file"])
+        // Enough requests a minute that schemathesis's cases reach the routes (429 is
+        // documented on every route, so it would not fail, but it would test nothing).
+        .args(["serve", "--http", "127.0.0.1:0", "--max-timeout", "5", "--max-requests-per-minute-per-token", "100000"])
+        .arg("--token-file")
         .arg(&tokens)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
@@ -167,4 +170,19 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
     assert!(out.status.success(), "schemathesis found failures:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("passed") && !stdout.contains("failed"), "{stdout}");
     assert!(status.success(), "SIGTERM ends the server cleanly: {status:?}");
+}
+
+/// Per-token network ceilings (issue #27) over `mcp --http`: a token's `network=` is
+/// its sessions' allowlist by default, `new_session` may narrow it and never widen it,
+/// and a token without one gets the server profile's (`tests/mcp/network_checks.py`).
+/// Root only (a network sandbox needs a network namespace of its own here).
+#[test]
+fn over_http_a_tokens_network_bounds_its_sessions() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: a network sandbox needs root here");
+        return;
+    }
+    let stdout = run_python(&[script("network_checks.py").to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox")]);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 4, "every check ran:\n{stdout}");
 }

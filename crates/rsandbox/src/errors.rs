@@ -51,6 +51,13 @@ pub enum InputError {
         /// The value given.
         value: String,
     },
+    /// A network allowlist that cannot be used, or a request's that would widen the
+    /// server's.
+    #[error("{message}")]
+    BadNetwork {
+        /// What is wrong, naming the key and the entry.
+        message: String,
+    },
     /// An invalid package name for preloading.
     #[error("invalid package name {0:?}")]
     BadPackage(String),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which stream a piece of output belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStream {
     /// What the code printed (auto-printed values included).

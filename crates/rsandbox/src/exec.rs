@@ -111,10 +111,10 @@ fn report(waited: Waited, usage: Usage, options: &EvalOptions) -> ExecReport {
             let name = violation.as_deref().unwrap_or("unknown");
             (Outcome::Violation, format!("killed for a forbidden system call ({name})"))
         }
-        (true, _, _) => (Outcome::Timeout, format!("killed at the {:?} time limit", options.timeout)),
-        (_, Some(libc::SIGXCPU), _) => (Outcome::CpuLimit, "CPU time limit reached".into()),
-        (_, Some(libc::SIGKILL), _) if cpu_exhausted => (Outcome::CpuLimit, "CPU time limit reached".into()),
-        (_, Some(libc::SIGXFSZ), _) => (Outcome::FileSizeLimit, "file size limit reached".into()),
+        (true, _, _) => (Outcome::Timeout, Outcome::past_time_limit("the program", options.timeout)),
+        (_, Some(libc::SIGXCPU), _) => (Outcome::CpuLimit, limit_words(Outcome::CpuLimit)),
+        (_, Some(libc::SIGKILL), _) if cpu_exhausted => (Outcome::CpuLimit, limit_words(Outcome::CpuLimit)),
+        (_, Some(libc::SIGXFSZ), _) => (Outcome::FileSizeLimit, limit_words(Outcome::FileSizeLimit)),
         (_, Some(libc::SIGSYS), _) => (Outcome::Violation, "killed for a forbidden system call".into()),
         (_, Some(s), _) => (Outcome::Crashed, format!("killed by signal {s} ({})", signal_name(s))),
         (_, None, Some(0)) => (Outcome::Ok, "exited with status 0".into()),
@@ -122,6 +122,11 @@ fn report(waited: Waited, usage: Usage, options: &EvalOptions) -> ExecReport {
         (_, None, None) => (Outcome::Crashed, "ended without a status".into()),
     };
     ExecReport { outcome, exit, usage, description, violation }
+}
+
+/// The words of a limit outcome (`Outcome::limit_reached`), owned.
+fn limit_words(outcome: Outcome) -> String {
+    outcome.limit_reached().unwrap_or("a limit was reached").to_string()
 }
 
 /// How the program ended, as the wait saw it.
@@ -213,4 +218,33 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
         timed_out,
         violation,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(signal: Option<i32>, timed_out: bool) -> ExecReport {
+        let exit = ExitStatus { code: None, signal };
+        let waited = Waited { exit, cpu_ms: 0, max_rss_kb: 0, timed_out, violation: None };
+        let options = EvalOptions { timeout: std::time::Duration::from_secs(2), ..EvalOptions::default() };
+        report(waited, Usage::default(), &options)
+    }
+
+    /// A program's limits are said in the words every front uses for R code.
+    #[test]
+    fn a_program_reaching_a_limit_is_said_as_every_front_says_it() {
+        let r = ended(Some(libc::SIGXFSZ), false);
+        assert_eq!(
+            (r.outcome, r.description.as_str()),
+            (Outcome::FileSizeLimit, "a file grew past the file size limit")
+        );
+        let r = ended(Some(libc::SIGXCPU), false);
+        assert_eq!((r.outcome, r.description.as_str()), (Outcome::CpuLimit, "the CPU time limit was reached"));
+        let r = ended(Some(libc::SIGKILL), true);
+        assert_eq!(
+            (r.outcome, r.description.as_str()),
+            (Outcome::Timeout, "the program ran past its time limit of 2 s")
+        );
+    }
 }

@@ -90,6 +90,10 @@ fn random_hex() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What [`session_id`] makes, as a regular expression (for the protocol's schema): the
+/// node is [`valid_node`]'s characters, at most [`MAX_NODE_LEN`] of them.
+pub const SESSION_ID_PATTERN: &str = "^s-[a-z0-9-]{1,32}-[0-9a-f]{32}$";
+
 /// A new session id: `s-<node>-<32 hex>`.
 pub fn session_id() -> String {
     format!("s-{}-{}", node(), random_hex())

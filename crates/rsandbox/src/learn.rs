@@ -47,6 +47,9 @@ pub struct Learned {
     /// Forbidden system calls the code made (besides starting programs): in learning
     /// they were refused with an error; under any profile each ends the sandbox.
     pub refused_calls: Vec<String>,
+    /// The network allowlist: the starting profile's, plus each host the code tried to
+    /// reach (`None`: no network).
+    pub network: Option<crate::network::Network>,
     /// Suggested limits, with headroom.
     pub limits: SuggestedLimits,
     /// For the person reading: what was added and why, and what could not be.
@@ -128,10 +131,18 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
         }
         let (steps, skipped) = steps_from_report(&report, &mut tried, &extends, &profile);
         notes.extend(skipped.into_iter().map(|s| format!("round {round}: {s}")));
+        // Hosts the proxy refused (the learning sandbox always has one): each becomes an
+        // allow entry, and the code runs again to reach it.
+        let hosts = hosts_to_allow(&result, profile.network.as_ref());
+        for host in &hosts {
+            notes.push(format!("round {round}: it tried to reach {host}; added it to [network] allow"));
+            profile.network.get_or_insert_with(crate::network::Network::default).allow.push(host.clone());
+        }
+        let learned_hosts = !hosts.is_empty();
         // Ran to the end with nothing refused, or failed in a way nothing can fix: done,
         // with the packages, limits and verdict of that ending.
         let mut ending = None;
-        if steps.is_empty() && result.outcome == Outcome::Ok {
+        if steps.is_empty() && !learned_hosts && result.outcome == Outcome::Ok {
             let loaded = session.execute("sort(loadedNamespaces())", &ExecuteOptions::default())?;
             // A package allowlist needs the private root: without namespaces, none.
             let packages = if config.namespaces { loaded_packages(&loaded.value) } else { Vec::new() };
@@ -148,12 +159,12 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
             });
             ending = Some((packages, suggest(&result), succeeded));
         }
-        let steps = if ending.is_none() && steps.is_empty() {
+        let steps = if ending.is_none() && steps.is_empty() && !learned_hosts {
             next_step(&result, &failure_text(&result), &tried).into_iter().collect()
         } else {
             steps
         };
-        if ending.is_none() && steps.is_empty() {
+        if ending.is_none() && steps.is_empty() && !learned_hosts {
             notes.push(why_not(&result, &failure_text(&result)));
             ending = Some((Vec::new(), SuggestedLimits::default(), false));
         }
@@ -166,6 +177,7 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
                 write: profile.write,
                 packages,
                 refused_calls,
+                network: profile.network.clone().filter(|n| n.is_on()),
                 limits,
                 notes,
                 last: result,
@@ -216,6 +228,25 @@ pub fn learn(config: &EngineConfig, code: &str, options: &EvalOptions) -> Result
         }
     }
     Err(EngineError::Setup(format!("learning did not converge in {MAX_ROUNDS} runs")))
+}
+
+/// The hosts of this run's connections the allowlist refused, as allow entries (`host`,
+/// or `host:port` off 443), each once and not already allowed. Only names: an IP literal
+/// (refused in any form) is never learned.
+fn hosts_to_allow(result: &EvalResult, network: Option<&crate::network::Network>) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for record in result.network.iter().filter(|r| !r.allowed && !r.host.is_empty()) {
+        if !record.reason.as_deref().is_some_and(|r| r.contains("network.allow")) {
+            continue;
+        }
+        let entry = if record.port == 443 { record.host.clone() } else { format!("{}:{}", record.host, record.port) };
+        let is_name = crate::network::Network { allow: vec![entry.clone()], ..Default::default() }.policy().is_ok();
+        let known = network.is_some_and(|n| n.allow.contains(&entry)) || hosts.contains(&entry);
+        if is_name && !known {
+            hosts.push(entry);
+        }
+    }
+    hosts
 }
 
 /// The calls that start a program: refused under a profile without programs, learned as
@@ -452,6 +483,16 @@ fn suggest(result: &EvalResult) -> SuggestedLimits {
     }
 }
 
+/// A `hosts` value as TOML: one address as a string, several as an array.
+fn toml_addresses(addresses: &crate::network::HostAddresses) -> String {
+    match addresses {
+        crate::network::HostAddresses::One(one) => format!("{one:?}"),
+        crate::network::HostAddresses::Several(all) => {
+            format!("[{}]", all.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
 impl Learned {
     /// The profile as TOML, ready for `--profile`.
     pub fn to_toml(&self) -> String {
@@ -481,6 +522,14 @@ impl Learned {
                 "# forbidden system calls the code made (no profile grants them; each ends the sandbox): {}\n",
                 self.refused_calls.join(", ")
             ));
+        }
+        if let Some(network) = &self.network {
+            out.push_str(&format!("\n[network]\nallow = [{}]\n", list(network.allow.clone())));
+            if !network.hosts.is_empty() {
+                let hosts: Vec<String> =
+                    network.hosts.iter().map(|(name, a)| format!("{name:?} = {}", toml_addresses(a))).collect();
+                out.push_str(&format!("hosts = {{ {} }}\n", hosts.join(", ")));
+            }
         }
         if self.succeeded {
             let l = &self.limits;

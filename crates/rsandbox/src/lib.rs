@@ -36,6 +36,7 @@ pub mod ids;
 pub mod learn;
 pub mod limits;
 pub mod meter;
+pub mod network;
 pub mod options;
 pub mod pool;
 pub mod profile;
@@ -50,10 +51,12 @@ pub mod workspace;
 pub mod zygote;
 
 pub use config::EngineConfig;
+pub use egress::Allowlist;
 pub use errors::{EngineError, InputError, RefusedLayer};
 pub use events::{Event, OutputStream};
 pub use limits::{parse_duration, Limits};
 pub use lockdown::{Applied, LandlockEnforcement};
+pub use network::Network;
 pub use options::{parse_size, EvalOptions};
 pub use pool::{Pool, PoolStatus, PooledSession};
 pub use result::{EvalResult, Outcome, WorkspaceFile};
@@ -87,10 +90,18 @@ struct EngineInner {
     allowed_packages: Option<std::collections::BTreeSet<String>>,
     /// What the profile lets children execute, with interpreters (read once, here).
     programs: Vec<std::path::PathBuf>,
+    /// Requests waiting while a child is forked for them (none was ready): the queue an
+    /// autoscaler watches.
+    waiting: std::sync::atomic::AtomicUsize,
+    /// The proxy of every network sandbox, started with the first one.
+    egress: std::sync::OnceLock<egress::Egress>,
 }
 
 /// A child ready for requests, with the workspace it owns (dropped after the child).
 pub(crate) struct Prepared {
+    /// Taken from a warm set for a request that is not answered yet: dropped when it
+    /// is, which lets its replacement start ([`warm::Serving`]).
+    pub(crate) serving: Option<warm::Serving>,
     pub(crate) child: SandboxChild,
     /// Held for its `Drop`: fields drop in order, so the directory goes after the child.
     #[allow(dead_code)]
@@ -121,6 +132,9 @@ impl Engine {
             }
             .into());
         }
+        if config.profile.network.is_some() && !config.namespaces {
+            return Err(network::needs_namespaces().into());
+        }
         let programs = r_policy::executables(zygote.info(), &config.profile.exec);
         let inner = EngineInner {
             warm: Mutex::default(),
@@ -131,11 +145,13 @@ impl Engine {
             retired: Mutex::new(spawn_reaper()),
             allowed_packages,
             programs,
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            egress: std::sync::OnceLock::new(),
         };
         let engine = Engine { inner: Arc::new(inner) };
         if engine.inner.config.prefork > 0 {
             // The default limits are what most requests use: have their children ready.
-            engine.warm_set(&EvalOptions::default());
+            engine.warm_set(&engine.with_network_resolved(&EvalOptions::default())?);
         }
         Ok(engine)
     }
@@ -152,12 +168,14 @@ impl Engine {
     /// A child with these limits and tools: a pre-forked one when the engine keeps
     /// children ready (its tools are defined now), else forked on demand.
     pub(crate) fn take_child(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        let resolved = self.with_network_resolved(options)?;
+        let options = &resolved;
         options.validate()?;
         if self.inner.config.prefork == 0 {
-            return self.prepare(options, tools);
+            return self.prepare_waiting(options, tools);
         }
         let Some(mut prepared) = self.warm_set(options).take() else {
-            return self.prepare(options, tools);
+            return self.prepare_waiting(options, tools);
         };
         if let Err(e) = prepared.child.define_tools(tools) {
             self.retire(prepared);
@@ -166,10 +184,26 @@ impl Engine {
         Ok(prepared)
     }
 
-    /// Children waiting ahead of requests, over all limit sets.
+    /// A child forked on demand, the request counted in [`WarmStatus::waiting`] meanwhile.
+    fn prepare_waiting(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        use std::sync::atomic::Ordering;
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.inner.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.inner.waiting);
+        self.prepare(options, tools)
+    }
+
+    /// Children waiting ahead of requests, over all limit sets, and requests waiting
+    /// for a child.
     pub fn warm_status(&self) -> WarmStatus {
         let (idle, dead, limit_sets) = self.inner.warm.lock().expect("warm sets").status();
-        WarmStatus { idle, dead, limit_sets, per_set: self.inner.config.prefork }
+        let waiting = self.inner.waiting.load(std::sync::atomic::Ordering::SeqCst);
+        WarmStatus { idle, dead, limit_sets, per_set: self.inner.config.prefork, waiting }
     }
 
     /// What the zygote reported (R version, R home, library paths).
@@ -212,11 +246,14 @@ impl Engine {
 
     /// Fork a child with these limits and tools, locked down and waiting for requests.
     pub(crate) fn prepare(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        let network = self.network_for(options)?;
+        let resolved = self.with_network_resolved(options)?;
+        let options = &resolved;
         options.validate()?;
         let zygote = self.live_zygote()?;
         let workspace = self.inner.workspaces.workspace(options.disk.unwrap_or(0))?;
         let info = zygote.info();
-        let policy = r_policy::r_child_policy(
+        let mut policy = r_policy::r_child_policy(
             info,
             &workspace,
             options,
@@ -224,9 +261,61 @@ impl Engine {
             self.inner.allowed_packages.as_ref(),
             &self.inner.programs,
         );
+        policy.network = network.is_some();
         let env = r_policy::r_child_environment(info, &workspace);
-        let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools)?;
-        Ok(Prepared { child, workspace })
+        let proxy = match &network {
+            None => None,
+            Some(_) if !self.inner.config.namespaces => return Err(network::needs_namespaces().into()),
+            Some(network) => Some(child::Proxy { egress: self.egress()?, policy: Arc::new(network.policy()?) }),
+        };
+        let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools, proxy)?;
+        Ok(Prepared { serving: None, child, workspace })
+    }
+
+    /// The network allowlist a sandbox with these options gets (`None`: no network):
+    /// the profile's `[network]`, narrowed by the request's own (`options.network`; an
+    /// empty `allow` turns it off). A request may never widen it: a host outside it,
+    /// or any host where the profile has no network, is bad input naming it.
+    pub fn network_for(&self, options: &EvalOptions) -> Result<Option<network::Network>, EngineError> {
+        let ceiling = self.inner.config.profile.network.as_ref();
+        let network = match (&options.network, ceiling) {
+            (None, ceiling) => ceiling.cloned(),
+            (Some(asked), Some(ceiling)) => Some(ceiling.narrowed(asked)?),
+            (Some(asked), None) if asked.is_on() => {
+                return Err(InputError::BadNetwork {
+                    message: format!(
+                        "network.allow {:?}: this server has no network allowlist (its profile has no [network] table), so a request cannot ask for one",
+                        asked.allow
+                    ),
+                }
+                .into())
+            }
+            (Some(_), None) => None,
+        };
+        // Learning: a sandbox always gets the proxy, so that every host the code tries
+        // is refused and recorded (`learn` adds them), even with nothing allowed yet;
+        // without namespaces there can be none (no host is learned then).
+        if self.inner.config.learning && self.inner.config.namespaces {
+            return Ok(Some(network.unwrap_or_default()));
+        }
+        Ok(network.filter(network::Network::is_on))
+    }
+
+    /// `options` with their network resolved ([`Self::network_for`]; off: an empty
+    /// allowlist), so that resolving them again changes nothing and the warm sets tell a
+    /// network sandbox from one without.
+    fn with_network_resolved(&self, options: &EvalOptions) -> Result<EvalOptions, EngineError> {
+        Ok(EvalOptions { network: Some(self.network_for(options)?.unwrap_or_default()), ..options.clone() })
+    }
+
+    /// The engine's proxy service, started on first use.
+    fn egress(&self) -> Result<&egress::Egress, EngineError> {
+        if let Some(running) = self.inner.egress.get() {
+            return Ok(running);
+        }
+        let started = egress::Egress::start().map_err(EngineError::io("start the network proxy"))?;
+        // Two threads racing here: one's runtime is dropped, the other's kept.
+        Ok(self.inner.egress.get_or_init(|| started))
     }
 
     /// A prepared child that has already evaluated once (off the request path), so the
@@ -318,6 +407,11 @@ impl Engine {
             if let Some(v) = &result.violation {
                 log.record("violation", id, json!({"syscall": v.syscall, "number": v.number}));
             }
+            // Every connection the sandbox opened to its proxy, allowed or denied (the
+            // proxy bounds what it reports: host names cut and made printable).
+            for connection in &result.network {
+                log.record("network", id, json!(connection));
+            }
             if !matches!(result.outcome, Outcome::Ok | Outcome::Error | Outcome::Violation) {
                 log.record("limit", id, json!({"outcome": result.outcome}));
             }
@@ -395,7 +489,9 @@ impl Engine {
 
     /// Kill a child now; wait for its exit and remove its workspace off the caller's
     /// path (a forked R takes milliseconds to tear down).
-    pub(crate) fn retire(&self, prepared: Prepared) {
+    pub(crate) fn retire(&self, mut prepared: Prepared) {
+        // The request is answered: its replacement may start.
+        prepared.serving = None;
         prepared.child.kill();
         // If the reaper is gone (engine shutting down), dropping here does the same work.
         if let Err(back) = self.inner.retired.lock().expect("reaper").send(prepared) {
@@ -493,6 +589,8 @@ pub struct WarmStatus {
     pub limit_sets: usize,
     /// Children kept ready per limit set.
     pub per_set: usize,
+    /// Requests waiting while a child is forked for them (none was ready).
+    pub waiting: usize,
 }
 
 impl Drop for EngineInner {

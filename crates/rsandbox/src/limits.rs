@@ -14,19 +14,16 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// Limits for an evaluation or a session, each optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Seconds of wall clock (a request's own `timeout` takes precedence). `timeout_s`
     /// is accepted too (MCP's earlier name).
     #[serde(alias = "timeout_s", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 86400))]
     pub timeout: Option<u64>,
     /// CPU seconds. `cpu_s` is accepted too (MCP's earlier name).
     #[serde(alias = "cpu_s", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub cpu: Option<u64>,
     /// Memory the code may allocate, e.g. "512M" or "1.5G".
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,27 +37,40 @@ pub struct Limits {
     /// Processes at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub nproc: Option<u64>,
     /// Open files (R needs at least 16).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 16))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 16))]
     pub nofile: Option<u64>,
     /// Largest stdout + stderr + result, e.g. "1M".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output: Option<String>,
+    /// The hosts this request may reach, within the server's network allowlist (its
+    /// profile's `[network]`): a request may narrow it (`{"allow": ["cran.test"]}`; an
+    /// empty `allow` turns the network off), never widen it. Absent: the server's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::Network>,
 }
 
 impl Limits {
     /// `options` with these limits in place of its values (sizes parsed, nothing else
     /// checked: [`EvalOptions::validate`] does that).
-    pub fn apply(&self, mut options: EvalOptions) -> Result<EvalOptions, InputError> {
+    pub fn apply(&self, options: EvalOptions) -> Result<EvalOptions, InputError> {
+        self.apply_named(options, str::to_string)
+    }
+
+    /// [`Limits::apply`], an error naming a knob as `name` words it (the CLI names
+    /// `max_output` `--max-output`): each front says its own names, the rules are one.
+    pub fn apply_named(
+        &self,
+        mut options: EvalOptions,
+        name: impl Fn(&str) -> String,
+    ) -> Result<EvalOptions, InputError> {
         let size = |what: &str, v: &Option<String>| {
             v.as_deref()
                 .map(|text| {
                     parse_size(text).map_err(|_| InputError::BadLimit {
-                        what: format!("{what} (a size such as \"512M\")"),
+                        what: format!("{} (a size such as \"512M\")", name(what)),
                         value: text.to_string(),
                     })
                 })
@@ -76,6 +86,9 @@ impl Limits {
         options.processes = self.nproc.or(options.processes);
         options.open_files = self.nofile.or(options.open_files);
         options.max_output = size("max_output", &self.max_output)?.unwrap_or(options.max_output);
+        if let Some(network) = &self.network {
+            options.network = Some(network.clone());
+        }
         Ok(options)
     }
 

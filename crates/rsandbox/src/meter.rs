@@ -38,8 +38,7 @@ use std::time::Duration;
 pub const INTERVAL: Duration = Duration::from_millis(50);
 
 /// How memory is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryAccounting {
     /// Proportional set size: shared pages split among their sharers.
@@ -76,7 +75,9 @@ impl Meter {
     /// A meter for the group led by `leader`, with its current memory as the baseline.
     pub fn new(leader: i32) -> io::Result<Meter> {
         let ticks = rustix::param::clock_ticks_per_second();
-        let accounting = if fs::read(format!("/proc/{leader}/smaps_rollup")).is_ok() {
+        // Opening is the permission check (ptrace read access); reading walks every page
+        // table of the process (~1 ms for a forked R), so only the baseline below reads it.
+        let accounting = if fs::File::open(format!("/proc/{leader}/smaps_rollup")).is_ok() {
             MemoryAccounting::Pss
         } else {
             MemoryAccounting::Rss

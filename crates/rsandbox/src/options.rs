@@ -28,6 +28,12 @@ pub struct EvalOptions {
     pub open_files: Option<u64>,
     /// Bytes of stdout + stderr + result the supervisor accepts before killing it.
     pub max_output: u64,
+    /// The hosts the sandbox may reach through the supervisor's proxy, within the
+    /// engine's profile's `[network]` (a request narrows it, never widens it; an empty
+    /// `allow`: no network). `None`: the profile's. Resolved by the engine
+    /// ([`crate::Engine::network_for`]) before a sandbox is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::Network>,
 }
 
 impl Default for EvalOptions {
@@ -41,6 +47,7 @@ impl Default for EvalOptions {
             processes: Some(64),
             open_files: Some(256),
             max_output: 16 << 20,
+            network: None,
         }
     }
 }
@@ -111,6 +118,9 @@ impl EvalOptions {
             if v == Some(0) {
                 return Err(InputError::BadLimit { what: what.into(), value: "0".into() });
             }
+        }
+        if let Some(network) = &self.network {
+            network.policy().map_err(|e| InputError::BadLimit { what: "network".into(), value: e.to_string() })?;
         }
         if self.open_files.is_some_and(|n| n < 16) {
             return Err(InputError::BadLimit { what: "nofile".into(), value: "below 16 (R needs some)".into() });

@@ -18,6 +18,9 @@
 //! cpu = 5
 //! nproc = 16
 //! disk = "64M"
+//! [network]                       # egress by allowlist (crate::network): absent, no network
+//! allow = ["cloud.r-project.org"] # host patterns, port 443 unless given
+//! max_download = "64M"
 //! ```
 //!
 //! Unknown keys are errors that name the key and its line. The package allowlist is
@@ -360,6 +363,9 @@ pub struct Profile {
     pub limits: ProfileLimits,
     /// The function allowlist, sets expanded and [`SYNTAX`] added (`None`: off).
     pub functions: Option<Vec<String>>,
+    /// The `[network]` table: the hosts the sandbox may reach through the supervisor's
+    /// proxy (`None`: no network), checked when loaded.
+    pub network: Option<crate::network::Network>,
 }
 
 /// The `[limits]` table: the same type, knobs and names as every front's `limits`.
@@ -384,6 +390,7 @@ struct ProfileFile {
     preload: Vec<String>,
     #[serde(default)]
     limits: ProfileLimits,
+    network: Option<crate::network::Network>,
 }
 
 impl Profile {
@@ -489,6 +496,12 @@ impl Profile {
                     .map_err(|_| bad(origin, format!("limits.{key} = {v:?} is not a size such as \"512M\"")))?;
             }
         }
+        if l.network.is_some() {
+            return Err(bad(
+                origin,
+                "the network allowlist goes in the profile's [network] table, not in [limits]".into(),
+            ));
+        }
         if [l.timeout, l.cpu, l.nproc, l.nofile].contains(&Some(0)) {
             return Err(bad(origin, "limits must be greater than zero".into()));
         }
@@ -502,6 +515,11 @@ impl Profile {
         profile.packages = file.packages;
         profile.preload.extend(file.preload);
         profile.limits = file.limits;
+        if let Some(network) = &file.network {
+            network.policy().map_err(|e| bad(origin, e.to_string()))?;
+        }
+        // Kept with hosts and nothing allowed: `learn` starts from the operator's addresses.
+        profile.network = file.network.filter(|n| n.is_on() || !n.hosts.is_empty());
         Ok(profile)
     }
 
@@ -742,6 +760,24 @@ mod tests {
         assert_eq!((o.timeout, o.memory), (Duration::from_secs(5), Some(256 << 20)));
         assert_eq!(o.disk, EvalOptions::default().disk, "what the profile does not set keeps its default");
         assert_eq!(p.packages, Some(vec!["stats".to_string()]));
+    }
+
+    #[test]
+    fn a_network_table_is_checked_and_reaches_the_options() {
+        let text = "[network]\nallow = [\"cran.test\"]\nhosts = { \"cran.test\" = \"198.51.100.2\" }\nmax_download = \"64M\"\n";
+        let p = Profile::parse("p.toml", text).unwrap();
+        let network = p.network.clone().unwrap();
+        assert_eq!(network.allow, vec!["cran.test"]);
+        assert_eq!(network.policy().unwrap().max_bytes_in, 64 << 20);
+        let error = Profile::parse("p.toml", "[limits.network]\nallow = [\"a.test\"]\n").unwrap_err().to_string();
+        assert!(error.contains("[network] table"), "{error}");
+        let error = Profile::parse("p.toml", "[network]\nallow = [\"10.0.0.1\"]\n").unwrap_err().to_string();
+        assert!(error.contains("p.toml") && error.contains("10.0.0.1"), "{error}");
+        let error = Profile::parse("p.toml", "[network]\nallwo = []\n").unwrap_err().to_string();
+        assert!(error.contains("allwo") && error.contains("line 2"), "{error}");
+        let error = Profile::parse("p.toml", "[network]\nallow = [\"a.test\"]\nmax_download = \"x\"\n").unwrap_err();
+        assert!(error.to_string().contains("network.max_download"), "{error}");
+        assert_eq!(Profile::parse("p.toml", "[network]\nallow = []\n").unwrap().network, None, "empty: off");
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub fn r_child_policy(
     policy.read_only.extend(config.profile.read.iter().cloned());
     policy.read_write.extend(config.profile.write.iter().cloned());
     policy.executable = programs.to_vec();
+    policy.network = options.network.as_ref().is_some_and(crate::network::Network::is_on);
     if let Some(allowed) = allowed_packages {
         policy.visible_only = libraries(info)
             .into_iter()

@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How an evaluation ended: exactly one of these.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The code ran to the end.
@@ -55,11 +54,31 @@ impl Outcome {
     pub fn name(self) -> String {
         serde_json::to_value(self).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
     }
+
+    /// The limit this outcome says was reached, in words, whatever ran (R code or a
+    /// program); `None` for outcomes whose words need the run's details (its error, its
+    /// time limit, the call refused, the signal). The one wording of every front and of
+    /// `rsandbox exec`.
+    pub fn limit_reached(self) -> Option<&'static str> {
+        match self {
+            Outcome::CpuLimit => Some("the CPU time limit was reached"),
+            Outcome::MemoryLimit => Some("the memory limit was reached"),
+            Outcome::FileSizeLimit => Some("a file grew past the file size limit"),
+            Outcome::ProcessLimit => Some("the process limit was reached"),
+            _ => None,
+        }
+    }
+
+    /// What ran past its time limit `limit`, in words ("the code ran past its time
+    /// limit of 2 s").
+    pub fn past_time_limit(what: &str, limit: std::time::Duration) -> String {
+        format!("{what} ran past its time limit of {} s", limit.as_secs_f64())
+    }
 }
 
 /// An R error.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RError {
     /// `conditionMessage(e)`.
     pub message: String,
@@ -117,8 +136,8 @@ mod tests {
 }
 
 /// A syntax error, found by R's parser before anything ran.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SyntaxError {
     /// R's message.
     pub message: String,
@@ -129,8 +148,8 @@ pub struct SyntaxError {
 }
 
 /// A warning.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RWarning {
     /// `conditionMessage(w)`.
     pub message: String,
@@ -139,8 +158,8 @@ pub struct RWarning {
 }
 
 /// The forbidden system call that ended the sandbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Violation {
     /// Its name (`"unknown"` when the process died by SIGSYS without a report).
     pub syscall: String,
@@ -149,18 +168,19 @@ pub struct Violation {
 }
 
 /// A plot the code drew.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Plot {
     /// Always `"png"`.
+    #[schemars(extend("const" = "png"))]
     pub format: String,
     /// The file, base64.
     pub data_base64: String,
 }
 
 /// Measured resource use.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Usage {
     /// Wall-clock time from spawn request to result.
     pub wall_ms: u64,
@@ -186,8 +206,8 @@ pub struct Usage {
 }
 
 /// How the child process ended, for diagnosis.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ExitStatus {
     /// Exit code, when it exited.
     pub code: Option<i32>,
@@ -196,8 +216,8 @@ pub struct ExitStatus {
 }
 
 /// Everything one evaluation produced.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct EvalResult {
     /// How it ended.
     pub outcome: Outcome,
@@ -206,7 +226,7 @@ pub struct EvalResult {
     /// The same value in the typed encoding (`docs/protocol.md`, "Values"), when the
     /// request asked for it (`typed`) and there was a value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[schemars(with = "crate::values::TypedResultValue")]
     pub value_typed: Option<serde_json::Value>,
     /// Whether the last top-level expression was visible.
     pub visible: bool,
@@ -233,7 +253,6 @@ pub struct EvalResult {
     /// process is then retired (killed) after the result is taken.
     pub exit: ExitStatus,
     /// The layers the child applied (absent when it never got that far).
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub layers: Option<lockdown::Applied>,
     /// Sessions only: the session was replaced by a fresh one after this result
     /// (its state is gone; the next execute works).
@@ -261,13 +280,17 @@ pub struct EvalResult {
     /// tried that the sandbox's policy refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learning: Option<LearningReport>,
+    /// Network allowlist: every connection the sandbox opened to the proxy during this
+    /// request, allowed or denied (empty, and absent from JSON, without a network).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<egress::ConnectionRecord>,
 }
 
 /// What a sandbox in learning mode tried that its policy refused, as the supervisor saw
 /// it from the kernel (`lockdown::observe`): file calls the Landlock rules do not grant,
 /// and forbidden system calls (answered with `EPERM`, never executed).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LearningReport {
     /// Files and directories the code tried to read, write or run and may not, in the
     /// order first seen, each once.
@@ -286,20 +309,19 @@ impl LearningReport {
 }
 
 /// One refused file call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RefusedFile {
     /// The absolute path the code named (its working directory or directory fd
     /// resolved).
     pub path: String,
     /// `read`, `write` or `execute`.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub access: lockdown::observe::FileAccess,
 }
 
 /// A file from (or for) a sandbox's workspace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct WorkspaceFile {
     /// Relative to the workspace.
     pub path: String,
@@ -308,3 +330,27 @@ pub struct WorkspaceFile {
     /// The content, base64.
     pub data_base64: String,
 }
+
+/// OpenAPI components (`docs/openapi.json`) for types whose schema is their `JsonSchema`
+/// derive: utoipa learns the name here, and `fronts::core::schema::openapi` puts the
+/// schemars schema under it, so the protocol schema and the OpenAPI document describe
+/// each type once. The schema below is a placeholder the document never keeps.
+#[cfg(feature = "openapi")]
+macro_rules! openapi_components {
+    ($($ty:ty),*) => {$(
+        impl utoipa::PartialSchema for $ty {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::Object::new().into()
+            }
+        }
+
+        impl utoipa::ToSchema for $ty {
+            fn name() -> std::borrow::Cow<'static, str> {
+                <$ty as schemars::JsonSchema>::schema_name()
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "openapi")]
+openapi_components!(EvalResult, WorkspaceFile, crate::Limits, crate::ToolSpec, crate::values::RValue);

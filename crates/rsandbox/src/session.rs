@@ -67,7 +67,9 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn start(engine: Engine, options: EvalOptions, tools: Vec<Tool>) -> Result<Session, EngineError> {
-        let prepared = engine.take_child(&options, &tools)?;
+        let mut prepared = engine.take_child(&options, &tools)?;
+        // The session is this request's answer: the child's replacement may start.
+        prepared.serving = None;
         // The one id of this session on every front and in the audit log.
         let id = crate::ids::session_id();
         engine.audit("session_start", &id, json!({"tools": tools.iter().map(|t| &t.spec.name).collect::<Vec<_>>()}));

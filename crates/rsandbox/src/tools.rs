@@ -17,8 +17,7 @@ pub const DEFAULT_MAX_TOOL_MESSAGE: usize = 1 << 20;
 const R_INT_MAX: f64 = i32::MAX as f64;
 
 /// The type an argument must have, as the R stub encodes it (`rsandbox_to_json`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgType {
     /// A number or an array of numbers (NA as null).
@@ -65,11 +64,11 @@ impl fmt::Display for ArgType {
 }
 
 /// A tool's public description (what the stdio protocol's `session.create` carries).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
-    /// R identifier the tool is callable as.
+    /// R identifier the tool is callable as (not a reserved word such as `if`).
+    #[schemars(regex(pattern = R_IDENTIFIER_PATTERN))]
     pub name: String,
     /// Human description.
     #[serde(default)]
@@ -77,9 +76,13 @@ pub struct ToolSpec {
     /// Arguments, by name (all required), in the order the R function takes them: a
     /// positional call `add(1, 2)` binds as declared.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::HashMap<String, ArgType>))]
+    #[schemars(with = "std::collections::BTreeMap<String, ArgType>", extend("propertyNames" = {"pattern": R_IDENTIFIER_PATTERN}))]
     pub args: ToolArgs,
 }
+
+/// The characters of an R identifier ([`is_r_identifier`] also refuses reserved words
+/// and a dot before a digit), for the schema.
+const R_IDENTIFIER_PATTERN: &str = r"^[A-Za-z.][A-Za-z0-9._]*$";
 
 /// A tool's arguments in declaration order.
 pub type ToolArgs = indexmap::IndexMap<String, ArgType>;

@@ -201,6 +201,195 @@ fn check(node: &Value, depth: usize) -> Result<usize, String> {
     Ok(rows.unwrap_or(n))
 }
 
+// The typed encoding as a type, for its JSON Schema (`docs/protocol.schema.json`'s
+// `$defs/r_value`, generated): the rules `validate_globals` checks, field by field (the
+// test `crates/fronts/tests/schemas.rs` holds the two together on the same good and bad
+// values). What a schema cannot say (lengths that agree, distinct levels, codes within
+// the levels) only the check says. Never decoded into: a value is checked and passed on
+// as JSON.
+/// An R value as data (`docs/protocol.md`, "Values"); nothing of it is ever code.
+#[derive(schemars::JsonSchema)]
+#[serde(tag = "type", deny_unknown_fields)]
+#[allow(dead_code)]
+pub enum RValue {
+    /// `NULL`.
+    #[serde(rename = "null")]
+    Null,
+    /// A logical vector (with `dim`, a matrix or array).
+    #[serde(rename = "logical")]
+    Logical {
+        /// The elements; `null` is `NA`.
+        value: Vec<Option<bool>>,
+        /// Names, or extents and their names.
+        #[serde(flatten)]
+        attributes: VectorAttributes,
+    },
+    /// An integer vector (with `dim`, a matrix or array).
+    #[serde(rename = "integer")]
+    Integer {
+        /// The elements: whole numbers within ±2147483647 (R's integers; -2^31 is its
+        /// `NA`), `null` for `NA`.
+        #[schemars(inner(range(min = -2147483647, max = 2147483647)))]
+        value: Vec<Option<i64>>,
+        /// Names, or extents and their names.
+        #[serde(flatten)]
+        attributes: VectorAttributes,
+    },
+    /// A double vector (with `dim`, a matrix or array).
+    #[serde(rename = "double")]
+    Double {
+        /// The elements.
+        value: Vec<RDouble>,
+        /// Names, or extents and their names.
+        #[serde(flatten)]
+        attributes: VectorAttributes,
+    },
+    /// A character vector (with `dim`, a matrix or array).
+    #[serde(rename = "character")]
+    Character {
+        /// The elements; `null` is `NA`.
+        value: Vec<Option<String>>,
+        /// Names, or extents and their names.
+        #[serde(flatten)]
+        attributes: VectorAttributes,
+    },
+    /// `factor()`, or `ordered()` when `ordered`.
+    #[serde(rename = "factor")]
+    Factor {
+        /// The levels, distinct.
+        #[schemars(extend("uniqueItems" = true))]
+        levels: Vec<String>,
+        /// 1-based indices into `levels`; `null` is `NA`.
+        #[schemars(inner(range(min = 1)))]
+        codes: Vec<Option<u32>>,
+        /// An ordered factor.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ordered: bool,
+        /// Element names (`null`: `NA`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<Option<String>>,
+    },
+    /// A `Date` vector.
+    #[serde(rename = "Date")]
+    Date {
+        /// `"YYYY-MM-DD"`, or `null` for `NA`.
+        #[schemars(inner(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")))]
+        value: Vec<Option<String>>,
+        /// Element names (`null`: `NA`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<Option<String>>,
+    },
+    /// A `POSIXct` vector.
+    #[serde(rename = "POSIXct")]
+    PosixCt {
+        /// Seconds since 1970-01-01 UTC (fractions kept).
+        value: Vec<RDouble>,
+        /// The `tzone` attribute (`""`: local time; absent: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tz: Option<String>,
+        /// Element names (`null`: `NA`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<Option<String>>,
+    },
+    /// A list.
+    #[serde(rename = "list")]
+    List {
+        /// The elements, values themselves.
+        value: Vec<RValue>,
+        /// Element names (`null`: `NA`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<Option<String>>,
+    },
+    /// A `data.frame`.
+    #[serde(rename = "data.frame")]
+    DataFrame {
+        /// Column names, one per column.
+        names: Vec<String>,
+        /// The columns, each `nrow` long (vectors, factors, dates, matrices, data
+        /// frames, lists).
+        columns: Vec<RValue>,
+        /// Rows.
+        nrow: u64,
+        /// Row names (absent: automatic).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "RowNames")]
+        row_names: Option<RowNames>,
+    },
+}
+
+/// What an atomic vector carries besides its elements (each optional).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct VectorAttributes {
+    /// Element names (`null`: `NA`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    names: Vec<Option<String>>,
+    /// Extents, their product the length.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1), inner(range(max = 2147483647)))]
+    dim: Vec<u32>,
+    /// One `null` or one name per index, per dimension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    dimnames: Vec<Option<Vec<Option<String>>>>,
+}
+
+/// A double element: a number, `null` (`NA`), or one of the values JSON has no number
+/// for.
+#[allow(dead_code)]
+pub struct RDouble;
+
+impl schemars::JsonSchema for RDouble {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RDouble".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A double element: a number, null (NA), or \"NaN\", \"Inf\", \"-Inf\".",
+            "anyOf": [{"type": ["number", "null"]}, {"enum": ["NaN", "Inf", "-Inf"]}]
+        })
+    }
+}
+
+/// A data frame's row names: strings, or R's integer row names.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum RowNames {
+    /// Names.
+    Strings(Vec<String>),
+    /// Integers (within ±2147483647).
+    Integers(#[schemars(inner(range(min = -2147483647, max = 2147483647)))] Vec<i64>),
+}
+
+/// A result's `value_typed`: a value, or the classes of one the encoding cannot carry
+/// (a tibble, a model fit, a function, an environment, complex and raw vectors).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum TypedResultValue {
+    /// The value as data.
+    Value(RValue),
+    /// Not encodable: only its class travels.
+    Unsupported(Unsupported),
+}
+
+/// A value the typed encoding cannot carry.
+#[derive(schemars::JsonSchema)]
+#[serde(tag = "type", deny_unknown_fields)]
+#[allow(dead_code)]
+pub enum Unsupported {
+    /// Its `class()`.
+    #[serde(rename = "unsupported")]
+    Unsupported {
+        /// `class(x)`.
+        class: Vec<String>,
+    },
+}
+
+/// `globals` as a type, for its schema: names to values.
+pub type Globals = std::collections::BTreeMap<String, RValue>;
+
 fn array<'v>(fields: &'v Map<String, Value>, key: &str) -> Result<&'v Vec<Value>, String> {
     fields.get(key).and_then(Value::as_array).ok_or_else(|| format!("\"{key}\" must be an array"))
 }

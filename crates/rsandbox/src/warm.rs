@@ -6,8 +6,17 @@
 
 use crate::options::EvalOptions;
 use crate::{Engine, EngineInner, Prepared};
+use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
+
+/// Longest a replacement waits for the request that took a child to be answered.
+/// Forking, locking down and warming a replacement costs a few milliseconds of CPU;
+/// on two cores, done while the request runs, it took a core from that request (a
+/// fresh `1+1` through `serve --stdio`: 1.5-4 ms with the replacement beside it). Most
+/// requests are answered well within this; a longer one gets its replacement beside it
+/// after this long, so the next request still finds a child.
+const REPLACE_AFTER: Duration = Duration::from_millis(10);
 
 /// What makes two children interchangeable: the limits the child applied to itself.
 /// The timeout and the output limit are the supervisor's, per request.
@@ -19,6 +28,9 @@ pub(crate) struct LimitSet {
     disk: Option<u64>,
     processes: Option<u64>,
     open_files: Option<u64>,
+    /// A network sandbox (its proxy serves this allowlist) is never one without, or
+    /// one of another allowlist.
+    network: Option<crate::network::Network>,
 }
 
 impl From<&EvalOptions> for LimitSet {
@@ -30,6 +42,7 @@ impl From<&EvalOptions> for LimitSet {
             disk: o.disk,
             processes: o.processes,
             open_files: o.open_files,
+            network: o.network.clone(),
         }
     }
 }
@@ -39,9 +52,46 @@ struct State {
     idle: Vec<Prepared>,
     /// Forks in progress by the replenishers (counted so they do not overshoot).
     forking: usize,
+    /// Requests waiting for one of those forks (never more than `forking`).
+    claimed: usize,
     /// Found dead while idle and discarded.
     dead: usize,
     closed: bool,
+    /// Children taken whose request is not answered yet and whose replacement has not
+    /// started: (take number, when taken), oldest first. A replenisher starts the next
+    /// replacement once the oldest is answered ([`Serving`] dropped) or
+    /// [`REPLACE_AFTER`] old.
+    serving: VecDeque<(u64, Instant)>,
+    takes: u64,
+}
+
+/// A child taken from a warm set for a request: dropped when the request is answered,
+/// which lets its replacement start (see [`REPLACE_AFTER`]).
+pub(crate) struct Serving {
+    shared: Weak<(Mutex<State>, Condvar)>,
+    take: u64,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        let (lock, cond) = &*shared;
+        let mut state = lock.lock().expect("warm set");
+        let before = state.serving.len();
+        state.serving.retain(|(take, _)| *take != self.take);
+        if state.serving.len() != before {
+            cond.notify_all();
+        }
+    }
+}
+
+impl State {
+    /// How long a replacement should still wait at `now`: not beside the request that
+    /// took the oldest child still serving, unless that one runs past [`REPLACE_AFTER`].
+    fn replacement_wait(&self, now: Instant) -> Option<Duration> {
+        let (_, taken) = self.serving.front()?;
+        Some((*taken + REPLACE_AFTER).saturating_duration_since(now)).filter(|left| !left.is_zero())
+    }
 }
 
 type Shared = Arc<(Mutex<State>, Condvar)>;
@@ -67,25 +117,54 @@ impl WarmSet {
 
     /// Add a child forked by the caller (a pool's first children, forked before it
     /// returns, so that a start-up failure is the caller's error).
-    pub(crate) fn add(&self, prepared: Prepared) {
+    pub(crate) fn add(&self, mut prepared: Prepared) {
+        // Answered (a pooled session handed back): dropped here, outside the lock its
+        // drop takes.
+        prepared.serving = None;
         let (lock, cond) = &*self.shared;
         lock.lock().expect("warm set").idle.push(prepared);
         cond.notify_all();
     }
 
     /// A waiting child, if there is one alive; the replenishers fork its replacement.
+    /// With none waiting but a replenisher's fork under way that no other request has
+    /// claimed, waits for that one (up to [`IN_FLIGHT_WAIT`]): it is ready sooner than a
+    /// fork started now, which the zygote, forking one child at a time, would only begin
+    /// after it, and which would not be warmed up. `None`: the caller forks its own.
     pub(crate) fn take(&self) -> Option<Prepared> {
         let (lock, cond) = &*self.shared;
+        let deadline = Instant::now() + IN_FLIGHT_WAIT;
         let mut state = lock.lock().expect("warm set");
-        let mut found = None;
-        while let Some(p) = state.idle.pop() {
-            if p.child.is_alive() && !p.child.has_exited() {
-                found = Some(p);
-                break;
+        let mut claimed = false;
+        let found = loop {
+            if let Some(p) = pop_alive(&mut state) {
+                break Some(p);
             }
-            state.dead += 1;
-        }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let claimed_by_others = state.claimed - usize::from(claimed);
+            if state.closed || state.forking <= claimed_by_others || left.is_zero() {
+                break None;
+            }
+            if !claimed {
+                state.claimed += 1;
+                claimed = true;
+            }
+            state = cond.wait_timeout(state, left).expect("warm set").0;
+        };
+        state.claimed -= usize::from(claimed);
+        let mut stale = None;
+        let found = found.map(|mut prepared| {
+            state.takes += 1;
+            let take = state.takes;
+            state.serving.push_back((take, Instant::now()));
+            // Children enter the set without one (`add`, the replenishers); were one
+            // left, its drop takes this lock: dropped below, after the lock.
+            stale = prepared.serving.replace(Serving { shared: Arc::downgrade(&self.shared), take });
+            prepared
+        });
         cond.notify_all();
+        drop(state);
+        drop(stale);
         found
     }
 
@@ -110,6 +189,22 @@ impl Drop for WarmSet {
     }
 }
 
+/// The longest a request waits for a replenisher's fork under way before forking its
+/// own: a fork, lockdown and warm-up take a few milliseconds; far longer means the
+/// zygote is in trouble, and the request's own fork reports why.
+const IN_FLIGHT_WAIT: Duration = Duration::from_millis(250);
+
+/// The first idle child still alive (the dead ones are counted and dropped).
+fn pop_alive(state: &mut State) -> Option<Prepared> {
+    while let Some(p) = state.idle.pop() {
+        if p.child.is_alive() && !p.child.has_exited() {
+            return Some(p);
+        }
+        state.dead += 1;
+    }
+    None
+}
+
 /// Keep `target` children idle: fork a replacement whenever one is taken. Holds the
 /// engine weakly, so an engine nobody uses any more shuts down.
 fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: usize, shared: Shared) {
@@ -119,12 +214,21 @@ fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: us
             {
                 let (lock, cond) = &*shared;
                 let mut state = lock.lock().expect("warm set");
-                while !state.closed && state.idle.len() + state.forking >= target {
-                    state = cond.wait(state).expect("warm set");
+                loop {
+                    if state.closed {
+                        return;
+                    }
+                    if state.idle.len() + state.forking >= target {
+                        state = cond.wait(state).expect("warm set");
+                        continue;
+                    }
+                    match state.replacement_wait(Instant::now()) {
+                        Some(left) => state = cond.wait_timeout(state, left).expect("warm set").0,
+                        None => break,
+                    }
                 }
-                if state.closed {
-                    return;
-                }
+                // This replacement is the oldest taken child's.
+                state.serving.pop_front();
                 state.forking += 1;
             }
             let Some(engine) = Engine::upgrade(&engine) else { return };
@@ -139,6 +243,7 @@ fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: us
                     cond.notify_all();
                 }
                 Ok(late) => {
+                    cond.notify_all();
                     drop(state);
                     drop(late);
                     return;
@@ -146,6 +251,8 @@ fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: us
                 // A failed fork (zygote restarting): back off, then try again. Requests
                 // meanwhile fork on demand and get the error themselves.
                 Err(e) => {
+                    // A request waiting for this fork forks its own now.
+                    cond.notify_all();
                     drop(state);
                     crate::note!("rsandbox: failed to fork a child ahead of requests: {e}");
                     std::thread::sleep(Duration::from_millis(200));
@@ -200,6 +307,21 @@ impl WarmSets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replacement_waits_for_its_request_but_not_past_the_limit() {
+        let now = Instant::now();
+        let mut state = State::default();
+        assert_eq!(state.replacement_wait(now), None, "nothing taken: nothing to wait for");
+        state.serving.push_back((1, now));
+        assert_eq!(state.replacement_wait(now), Some(REPLACE_AFTER));
+        assert_eq!(state.replacement_wait(now + REPLACE_AFTER / 2), Some(REPLACE_AFTER / 2));
+        assert_eq!(state.replacement_wait(now + REPLACE_AFTER), None, "a long request gets its replacement beside it");
+        // Answered (its `Serving` dropped): the next one counts from its own take.
+        state.serving.pop_front();
+        state.serving.push_back((2, now + REPLACE_AFTER));
+        assert_eq!(state.replacement_wait(now + REPLACE_AFTER), Some(REPLACE_AFTER));
+    }
 
     #[test]
     fn limit_sets_ignore_per_request_settings() {

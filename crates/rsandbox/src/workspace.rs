@@ -55,6 +55,11 @@ impl WorkspaceRoot {
     /// Create a fresh root under `parent` (default: the system temp dir); the quotas of
     /// its live workspaces together stay under `disk_cap` bytes.
     pub fn create(parent: Option<&Path>, uid_base: u32, disk_cap: u64) -> Result<WorkspaceRoot, EngineError> {
+        // SAFETY: geteuid cannot fail.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        if as_root {
+            refuse_root_that_cannot_switch_users()?;
+        }
         let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
         let mut random = [0u8; 8];
         getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
@@ -65,8 +70,7 @@ impl WorkspaceRoot {
             .map_err(EngineError::io(format!("chmod {}", dir.display())))?;
         Ok(WorkspaceRoot {
             dir,
-            // SAFETY: geteuid cannot fail.
-            as_root: unsafe { libc::geteuid() } == 0,
+            as_root,
             uid_base,
             fixed_identity: None,
             next: Mutex::new(0),
@@ -164,6 +168,24 @@ impl WorkspaceRoot {
         }
         Err(EngineError::Io { what: "allocate a sandbox uid".into(), source: io::Error::other("all uids in use") })
     }
+}
+
+/// Root that may not switch users (no `CAP_SETUID`, `CAP_SETGID` or `CAP_CHOWN`: a
+/// container started with `--cap-drop ALL`) cannot give each sandbox a uid of its own,
+/// and its sandboxes would run as uid 0, whose process count the kernel does not limit:
+/// refused, saying what to change, before anything is created.
+fn refuse_root_that_cannot_switch_users() -> Result<(), EngineError> {
+    let missing = lockdown::privileges::missing_root_capabilities().map_err(EngineError::io("read capabilities"))?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Setup(format!(
+        "running as root without {} (a container started with --cap-drop ALL?), rsandbox cannot give each sandbox \
+         a user of its own, and sandboxes running as root would have no process limit: run it as an ordinary user \
+         (docker run --user 1000, as the Containerfile does; Kubernetes runAsNonRoot), or keep those capabilities \
+         (--cap-add SETUID --cap-add SETGID --cap-add CHOWN)",
+        missing.join(", ")
+    )))
 }
 
 impl Drop for WorkspaceRoot {

@@ -448,12 +448,13 @@ fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     let root = tempdir_for_test();
     let zygote = Arc::new(rsandbox::zygote::Zygote::start(&zygote_binary, &[], &[], false, &root).unwrap());
     let bad = lockdown::Policy { read_only: vec!["relative/path".into()], ..lockdown::Policy::default() };
-    let err = rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[]).err().expect("refused");
+    let err = rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[], None).err().expect("refused");
     assert!(matches!(err, EngineError::Setup(_)), "{err:?}");
     assert!(err.to_string().contains("refused a spawn request: invalid policy"), "{err}");
     let bad_env = vec![("A=B".to_string(), "x".to_string())];
-    let err =
-        rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[]).err().unwrap();
+    let err = rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[], None)
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("invalid environment variable \"A=B\""), "{err}");
     // The zygote keeps serving after refusals.
     assert!(zygote.is_alive());
@@ -825,4 +826,44 @@ fn warnings_and_the_default_device_are_rs_own() {
     let plot = s.execute("coplot(lat ~ long | depth, data = quakes); round(dev.size('in'), 6)", &quick()).unwrap();
     assert_eq!(plot.outcome, Outcome::Ok, "{plot:?}");
     assert_eq!(plot.value, json!([7, 7]));
+}
+
+/// The namespace `kind` (`net`, `ipc`) of process `pid`, as the kernel names it.
+fn namespace_of(pid: u32, kind: &str) -> String {
+    std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn root_children_share_one_empty_network_namespace_not_the_hosts() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root's children share a network namespace");
+        return;
+    }
+    // An engine of its own: its zygote's only children are these two sessions.
+    let engine = Engine::start(EngineConfig { prefork: 0, ..EngineConfig::default() }).expect("engine starts");
+    let sessions: Vec<_> = (0..2).map(|_| engine.session(EvalOptions::default(), vec![]).unwrap()).collect();
+    for s in &sessions {
+        assert_eq!(s.execute("1+1", &quick()).unwrap().outcome, Outcome::Ok);
+    }
+    let zygote = engine.info().pid;
+    let children: Vec<u32> = std::fs::read_to_string(format!("/proc/{zygote}/task/{zygote}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(children.len(), 2, "{children:?}");
+    let host = namespace_of(std::process::id(), "net");
+    let (net_a, net_b) = (namespace_of(children[0], "net"), namespace_of(children[1], "net"));
+    assert_ne!(net_a, host, "a sandbox in the host's network namespace");
+    assert_eq!(net_a, net_b, "each child made a network namespace of its own");
+    assert_eq!(net_a, namespace_of(zygote, "net"), "the shared namespace is the zygote's");
+    // The other namespaces stay per sandbox.
+    assert_ne!(namespace_of(children[0], "ipc"), namespace_of(children[1], "ipc"));
+    // And nothing in it reaches out: the sandbox cannot even make a socket.
+    let probe = sessions[0]
+        .execute("con <- try(socketConnection('127.0.0.1', 9), silent = TRUE); inherits(con, 'try-error')", &quick())
+        .unwrap();
+    assert_eq!(probe.outcome, Outcome::Ok, "{probe:?}");
+    assert_eq!(probe.value, json!(true), "{probe:?}");
 }

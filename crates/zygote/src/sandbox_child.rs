@@ -23,6 +23,8 @@ use wire::zygote_link::SpawnFds;
 const VIOLATION: RawFd = 4;
 /// Exit status when the lockdown failed (the report says why).
 const SETUP_FAILED: i32 = 126;
+/// Where libcurl (and the programs R runs) look for a proxy, lower case first.
+const PROXY_VARIABLES: [&str; 4] = ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"];
 /// Largest plot file returned.
 const MAX_PLOT_BYTES: u64 = 16 << 20;
 
@@ -73,6 +75,16 @@ pub fn run(
             report_and_exit(&ChildReport::SetupFailed { error: lockdown::command::error_chain(&e) }, SETUP_FAILED)
         }
     };
+    // Network by proxy: R's download functions (libcurl) and the programs R runs find
+    // the supervisor's proxy in the environment. No credentials: the proxy knows its
+    // sandbox by the listener, so there is nothing a later request could replay.
+    if let Some(port) = applied.proxy_port {
+        let proxy = format!("http://127.0.0.1:{port}");
+        for key in PROXY_VARIABLES {
+            // SAFETY: single-threaded process; nothing holds pointers into environ.
+            unsafe { std::env::set_var(key, &proxy) };
+        }
+    }
     // From here on everything runs locked down, as the sandbox's own identity: files
     // made now belong to it (made earlier, as root, it could not write them).
     if let Err(e) = make_private_dirs(workspace) {

@@ -121,6 +121,14 @@ fn handle_request(
         }
     }
     let filters = &filters[&profile];
+    // SAFETY: geteuid cannot fail.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    if policy.namespaces && !policy.network && !policy.best_effort && as_root {
+        // Once: the zygote moves into an empty network namespace that every child from
+        // now on shares instead of making its own (see the function). A refusal leaves
+        // each child making its own, as before: nothing is weaker for it.
+        let _ = lockdown::namespaces::share_empty_network_namespace();
+    }
     // SAFETY: getpid cannot fail.
     let zygote_pid = unsafe { libc::getpid() };
     // Buffered stdio would otherwise be written twice, once by each process.

@@ -12,33 +12,51 @@
 #' @param nproc Processes at once (a whole number).
 #' @param nofile Open files (a whole number, at least 16).
 #' @param max_output Largest stdout + stderr + result (\code{"1M"}).
+#' @param network The hosts the sandbox may reach: a character vector of host patterns
+#'   as in a profile's \code{[network] allow} (\code{"cran.test"},
+#'   \code{"*.r-universe.dev"}, \code{"api.example.com:8443"}; port 443 unless given),
+#'   or \code{character()} for no network at all. It narrows the allowlist of the
+#'   profile the server runs (its \code{[network]} table), never widens it: a host
+#'   outside it is an \code{rsandbox_input_error} naming the host. \code{NULL} (the
+#'   default): the profile's allowlist. Without \code{[network]} in the profile the
+#'   sandbox has no network, and only \code{character()} may be given.
 #' @return A list of class \code{rsandbox_limits} for the \code{limits} arguments.
 #' @examples
 #' sandbox_limits(memory = "512M", cpu = 10)
+#' sandbox_limits(network = c("cloud.r-project.org", "*.r-universe.dev"))
+#' sandbox_limits(network = character()) # no network, whatever the profile allows
 #' if (rsandbox_available()) {
 #'   rsandbox_eval("length(1:1e6)", limits = sandbox_limits(memory = "1G"))
 #' }
 #' @export
 sandbox_limits <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL, nproc = NULL,
-                           nofile = NULL, max_output = NULL) {
+                           nofile = NULL, max_output = NULL, network = NULL) {
   limits_checked(memory = memory, cpu = cpu, disk = disk, fsize = fsize, nproc = nproc, nofile = nofile,
-                 max_output = max_output, call = rlang::current_env())
+                 max_output = max_output, network = network, call = rlang::current_env())
 }
 
 limits_checked <- function(memory = NULL, cpu = NULL, disk = NULL, fsize = NULL, nproc = NULL, nofile = NULL,
-                           max_output = NULL, call) {
+                           max_output = NULL, network = NULL, call) {
   whole <- function(x, arg, min) if (is.null(x)) NULL else check_count(x, min = min, arg = arg, call = call)
   limits <- list(memory = check_size(memory, "memory", call), cpu = whole(cpu, "cpu", 1),
                  disk = check_size(disk, "disk", call), fsize = check_size(fsize, "fsize", call),
                  nproc = whole(nproc, "nproc", 1), nofile = whole(nofile, "nofile", 16),
-                 max_output = check_size(max_output, "max_output", call))
+                 max_output = check_size(max_output, "max_output", call),
+                 network = check_network(network, "network", call))
   structure(limits[!vapply(limits, is.null, logical(1))], class = "rsandbox_limits")
 }
 
 #' @export
 format.rsandbox_limits <- function(x, ...) {
   if (!length(x)) return("default limits")
-  paste(paste0(names(x), "=", vapply(x, format, character(1), scientific = FALSE)), collapse = " ")
+  shown <- vapply(names(x), function(name) {
+    if (identical(name, "network")) {
+      hosts <- unlist(x$network$allow)
+      return(if (length(hosts)) paste(hosts, collapse = ",") else "none")
+    }
+    format(x[[name]], scientific = FALSE)
+  }, character(1))
+  paste(paste0(names(x), "=", shown), collapse = " ")
 }
 
 #' @export
@@ -254,8 +272,11 @@ evaluate <- function(server, request, timeout, quiet = FALSE, want_result = FALS
 #'
 #' @return An \code{rsandbox_result} (a list: \code{value}, \code{visible},
 #'   \code{outcome}, \code{stdout}, \code{stderr}, \code{messages}, \code{warnings},
-#'   \code{plots}, \code{usage}, \code{error}, \code{reset}, \code{reset_reason}), or
-#'   \code{NULL} before the first evaluation.
+#'   \code{plots}, \code{usage}, \code{error}, \code{reset}, \code{reset_reason},
+#'   \code{network}: the connections made through the network allowlist's proxy, a data
+#'   frame with \code{host}, \code{port}, \code{allowed}, \code{address},
+#'   \code{bytes_in}, \code{bytes_out}, \code{duration_ms}, \code{reason}, or
+#'   \code{NULL} when there was none), or \code{NULL} before the first evaluation.
 #' @examples
 #' if (rsandbox_available()) {
 #'   rsandbox_eval("message('hi'); 42", quiet = TRUE)

@@ -91,6 +91,21 @@ check_size <- function(x, arg, call) {
             call = call)
 }
 
+# `network`: host patterns (a character vector; `character()`: no network; or the
+# `list(allow = ...)` this returns), as the `limits.network` object every server takes:
+# `list(allow = list(...))`, so that one host is still a JSON array. The patterns themselves are checked by the server, which
+# knows its allowlist and names a wrong or outside entry.
+check_network <- function(x, arg, call) {
+  if (is.null(x)) return(NULL)
+  if (is.list(x) && identical(names(x), "allow")) x <- unlist(x$allow) %||% character()
+  if (!is.character(x) || anyNA(x) || any(!nzchar(x)) || any(grepl("[[:space:],]", x))) {
+    bad_input(c("{.arg {arg}} must be a character vector of host names, not {describe(x)}.",
+                i = "For example {.code c(\"cloud.r-project.org\", \"*.r-universe.dev\")}, or {.code character()} for no network."),
+              call = call)
+  }
+  list(allow = as.list(unname(x)))
+}
+
 # A short description of a wrong value, for error messages.
 describe <- function(x) {
   if (is.null(x)) return("NULL")

@@ -17,8 +17,25 @@ as_result <- function(r) {
     error = r$error,
     syntax_error = r$syntax_error,
     reset = isTRUE(r$reset),
-    reset_reason = r$reset_reason
+    reset_reason = r$reset_reason,
+    network = network_records(r$network)
   ))
+}
+
+# The connections the sandbox made through the network proxy, allowed or refused: a
+# data frame, one row per connection (NULL when there was none). `address` and `reason`
+# are NA where the record has none.
+network_records <- function(records) {
+  if (!length(records)) return(NULL)
+  column <- function(name, empty) {
+    vapply(records, function(x) if (is.null(x[[name]])) empty else as.vector(x[[name]], typeof(empty)), empty,
+           USE.NAMES = FALSE)
+  }
+  data.frame(host = column("host", NA_character_), port = column("port", NA_real_),
+             allowed = column("allowed", NA), address = column("address", NA_character_),
+             bytes_in = column("bytes_in", NA_real_), bytes_out = column("bytes_out", NA_real_),
+             duration_ms = column("duration_ms", NA_real_), reason = column("reason", NA_character_),
+             stringsAsFactors = FALSE)
 }
 
 # A result's value: JSON as R. JSON has one kind of number, so every number comes

@@ -1,5 +1,6 @@
 # category: kernel
 # summary: add_key(2): store a key in the kernel
+# docker-expect: outcome=error — Docker's default seccomp profile refuses add_key (EPERM) before rsandbox's filter sees it: blocked, but not reported as a violation
 # expect: outcome=violation
 # expect-violation: add_key
 # targets: none

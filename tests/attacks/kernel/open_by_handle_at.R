@@ -1,5 +1,6 @@
 # category: kernel
 # summary: open_by_handle_at(2): the "shocker" container escape
+# docker-expect: outcome=error — Docker's default seccomp profile refuses open_by_handle_at (EPERM) before rsandbox's filter sees it: blocked, but not reported as a violation
 # expect: outcome=violation
 # expect-violation: open_by_handle_at
 # targets: none

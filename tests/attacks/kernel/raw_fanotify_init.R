@@ -1,5 +1,6 @@
 # category: kernel
 # summary: fanotify_init(2) with null arguments: the call itself must be refused and named
+# docker-expect: outcome=error — Docker's default seccomp profile refuses fanotify_init (EPERM) before rsandbox's filter sees it: blocked, but not reported as a violation
 # expect: outcome=violation
 # expect-violation: fanotify_init
 # targets: none

@@ -1,5 +1,6 @@
 # category: kernel
 # summary: userfaultfd(2) (used to win kernel races)
+# docker-expect: outcome=error — Docker's default seccomp profile refuses userfaultfd (EPERM) before rsandbox's filter sees it: blocked, but not reported as a violation
 # expect: outcome=violation
 # expect-violation: userfaultfd
 # targets: none

@@ -174,6 +174,23 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// The CLI's exit status when the sandbox could not be set up, or the engine failed.
 pub const EXIT_SETUP_FAILED: u8 = 11;
 
+/// What went wrong, as every front's error body carries it (`{"code", "message"}`).
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[cfg_attr(feature = "http", derive(utoipa::ToSchema))]
+#[schemars(deny_unknown_fields)]
+pub struct ErrorDetail {
+    /// A stable code (`docs/protocol.md`, "Errors").
+    pub code: ErrorCode,
+    /// In words.
+    pub message: String,
+}
+
+impl From<ServiceError> for ErrorDetail {
+    fn from(e: ServiceError) -> ErrorDetail {
+        ErrorDetail { code: e.code, message: e.message }
+    }
+}
+
 /// An error as every front answers it: its code, its message, and (for
 /// `rate_limited`) when to retry.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Option<String> {
     Some(match result.outcome {
         Outcome::Ok | Outcome::Error => return None,
-        Outcome::Timeout => format!("the code ran past its time limit of {} s", timeout.as_secs_f64()),
+        Outcome::Timeout => Outcome::past_time_limit("the code", timeout),
         Outcome::Interrupted => "the code was interrupted".to_string(),
         Outcome::Violation => {
             let call = result.violation.as_ref().map_or("unknown", |v| v.syscall.as_str());
@@ -22,11 +22,10 @@ pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Optio
             };
             format!("the code made a forbidden system call ({call}): {why}")
         }
-        Outcome::MemoryLimit => "the memory limit was reached".to_string(),
-        Outcome::CpuLimit => "the CPU time limit was reached".to_string(),
+        Outcome::MemoryLimit | Outcome::CpuLimit | Outcome::FileSizeLimit | Outcome::ProcessLimit => {
+            result.outcome.limit_reached().unwrap_or_default().to_string()
+        }
         Outcome::OutputLimit => format!("the code printed more than the output limit of {max_output} bytes"),
-        Outcome::FileSizeLimit => "a file grew past the file size limit".to_string(),
-        Outcome::ProcessLimit => "the process limit was reached".to_string(),
         Outcome::Crashed => {
             format!("the R process crashed ({})", result.error.as_ref().map_or("no detail", |e| e.message.as_str()))
         }

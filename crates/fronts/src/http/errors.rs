@@ -2,6 +2,7 @@
 //! its code maps to ([`ErrorCode::http_status`]): the core's [`ServiceError`], as a
 //! response.
 
+pub use crate::core::error::ErrorDetail;
 use crate::core::{ErrorCode, ServiceError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,15 +16,6 @@ pub type ApiError = ServiceError;
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
-}
-
-/// What went wrong.
-#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorDetail {
-    /// A stable code (`docs/protocol.md`, "Errors").
-    pub code: ErrorCode,
-    /// In words.
-    pub message: String,
 }
 
 impl From<ServiceError> for ErrorBody {

@@ -49,8 +49,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Serve the API at `addr` until SIGINT or SIGTERM; `ready` gets the bound address.
-/// Refuses a non-loopback address without tokens, and an environment whose sandboxes
-/// cannot get their layers (a test sandbox is made first).
+/// Refuses a non-loopback address without tokens, a token whose `network=` reaches past
+/// the profile's `[network]`, and an environment whose sandboxes cannot get their layers
+/// (a test sandbox is made first).
 ///
 /// At the signal: no new connections; running requests get the grace period; then
 /// every session is closed and the function returns. Work still running then is
@@ -67,11 +68,13 @@ pub fn serve(
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), String> {
     crate::auth::check_bind(addr, tokens.as_ref()).map_err(|e| e.to_string())?;
+    let networks = crate::core::TokenNetworks::new(tokens.as_ref(), engine.config().profile.network.as_ref())
+        .map_err(|e| e.to_string())?;
     let carry_over = snapshot_dir.map(carry_over::CarryOver::new).transpose()?;
     engine.verify_lockdown().map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let served = runtime.block_on(async move {
-        let state = Arc::new(state::AppState::new(engine, tokens, caps, carry_over));
+        let state = Arc::new(state::AppState::new(engine, tokens, networks, caps, carry_over));
         let app = routes::router(state.clone());
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;

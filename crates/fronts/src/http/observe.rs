@@ -51,6 +51,8 @@ pub struct Gauges {
     pub pool_idle: usize,
     /// Jobs running.
     pub jobs_running: usize,
+    /// Requests waiting while a sandbox is forked for them (none was ready).
+    pub queue: usize,
 }
 
 /// The counters.
@@ -120,8 +122,9 @@ impl Metrics {
             "# HELP rsandbox_sessions Sessions open.\n# TYPE rsandbox_sessions gauge\nrsandbox_sessions {}\n\
              # HELP rsandbox_sandboxes_busy Sandboxes running a request now (evals, executes, jobs).\n# TYPE rsandbox_sandboxes_busy gauge\nrsandbox_sandboxes_busy {}\n\
              # HELP rsandbox_pool_idle Pre-forked sandboxes waiting for work.\n# TYPE rsandbox_pool_idle gauge\nrsandbox_pool_idle {}\n\
-             # HELP rsandbox_jobs_running Jobs running.\n# TYPE rsandbox_jobs_running gauge\nrsandbox_jobs_running {}\n",
-            gauges.sessions, gauges.busy, gauges.pool_idle, gauges.jobs_running,
+             # HELP rsandbox_jobs_running Jobs running.\n# TYPE rsandbox_jobs_running gauge\nrsandbox_jobs_running {}\n\
+             # HELP rsandbox_queue Requests waiting while a sandbox is forked for them (none was ready).\n# TYPE rsandbox_queue gauge\nrsandbox_queue {}\n",
+            gauges.sessions, gauges.busy, gauges.pool_idle, gauges.jobs_running, gauges.queue,
         );
         t
     }

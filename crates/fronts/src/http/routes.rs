@@ -55,7 +55,7 @@ pub struct EvalBody {
     /// encoding (`docs/protocol.md`, "Values"), e.g.
     /// `{"x": {"type": "integer", "value": [1, 2]}}`.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = std::collections::HashMap<String, rsandbox::values::RValue>)]
     pub globals: serde_json::Map<String, serde_json::Value>,
     /// Also return the value in the typed encoding (`value_typed`).
     #[serde(default)]
@@ -118,7 +118,7 @@ pub struct ExecuteBody {
     /// encoding (`docs/protocol.md`, "Values"), e.g.
     /// `{"x": {"type": "integer", "value": [1, 2]}}`.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = std::collections::HashMap<String, rsandbox::values::RValue>)]
     pub globals: serde_json::Map<String, serde_json::Value>,
     /// Also return the value in the typed encoding (`value_typed`).
     #[serde(default)]
@@ -221,7 +221,7 @@ pub(super) fn router(state: Arc<AppState>) -> Router {
         .merge(api)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/openapi.json", get(|| async { Json(ApiDoc::openapi()) }))
+        .route("/openapi.json", get(|| async { Json(crate::core::schema::openapi()) }))
         .fallback(|| async { ApiError::not_found("no such route (the API is described at /openapi.json)") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -315,11 +315,13 @@ fn streamed(
     response.into_response()
 }
 
-/// The checked options of an eval or job.
-fn eval_options(state: &AppState, body: &EvalBody) -> AppResult<rsandbox::EvalOptions> {
+/// The checked options of an eval or job by `caller` (the token's name): within the
+/// server's caps and the token's network allowlist.
+fn eval_options(state: &AppState, caller: &str, body: &EvalBody) -> AppResult<rsandbox::EvalOptions> {
     rsandbox::options::validate_code(&body.code).map_err(|e| ApiError::bad_input(e.to_string()))?;
     let asked_timeout = body.timeout.is_some() || body.limits.timeout.is_some();
-    state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, asked_timeout)
+    let options = state.caps.bound(options_from(&body.limits, body.timeout)?, &body.limits, asked_timeout)?;
+    state.networks.bound(caller, options)
 }
 
 /// An eval in a fresh sandbox, with its events sent to `on_event`.
@@ -357,7 +359,7 @@ async fn eval(
     body: Result<Json<EvalBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<Response> {
     let Json(body) = body.map_err(rejection)?;
-    let options = eval_options(&state, &body)?;
+    let options = eval_options(&state, &caller, &body)?;
     let admitted = state.admit(&caller)?;
     if stream::wants_stream(&headers) {
         return Ok(streamed(
@@ -390,7 +392,7 @@ async fn create_job(
     body: Result<Json<EvalBody>, axum::extract::rejection::JsonRejection>,
 ) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<JobView>)> {
     let Json(body) = body.map_err(rejection)?;
-    let options = eval_options(&state, &body)?;
+    let options = eval_options(&state, &caller, &body)?;
     let admitted = state.admit(&caller)?;
     let job = state.jobs.start(&caller);
     let (state2, id) = (state.clone(), job.job.clone());
@@ -431,6 +433,7 @@ async fn create_session(
 ) -> AppResult<(StatusCode, [(header::HeaderName, String); 1], Json<SessionCreated>)> {
     let Json(body) = body.map_err(rejection)?;
     let options = state.caps.bound(options_from(&body.limits, None)?, &body.limits, body.limits.timeout.is_some())?;
+    let options = state.networks.bound(&caller, options)?;
     let bridge = ToolBridge::new(stream::NO_LISTENER);
     let tools = bridge.tools(body.tools).map_err(ApiError::bad_input)?;
     state.may_add_session(&caller)?;
@@ -681,15 +684,17 @@ async fn readyz(State(state): State<Arc<AppState>>) -> AppResult<&'static str> {
 }
 
 /// Prometheus text: requests by route and status, latency histograms, outcomes,
-/// violations, sessions, busy sandboxes, the idle pool, running jobs.
+/// violations, sessions, busy sandboxes, the idle pool, running jobs, the queue.
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text format", content_type = "text/plain"),
     (status = 401, body = ErrorBody)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    let warm = state.engine.warm_status();
     let gauges = Gauges {
         sessions: state.live_sessions(),
         busy: state.busy.load(std::sync::atomic::Ordering::SeqCst),
-        pool_idle: state.engine.warm_status().idle,
+        pool_idle: warm.idle,
         jobs_running: state.jobs.running(),
+        queue: warm.waiting,
     };
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render(&gauges))
 }

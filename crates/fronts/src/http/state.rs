@@ -7,7 +7,7 @@ use super::jobs::Jobs;
 use super::observe::Metrics;
 use crate::auth::Tokens;
 use crate::core::registry::{InUse, NewEntry};
-use crate::core::{Caps, Owner, Registry};
+use crate::core::{Caps, Owner, Registry, TokenNetworks};
 use rsandbox::Engine;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +21,8 @@ pub type HttpCaps = Caps;
 pub struct AppState {
     pub(super) engine: Engine,
     pub(super) tokens: Option<Tokens>,
+    /// The tokens' own network allowlists (`network=` in the token file), checked.
+    pub(super) networks: TokenNetworks,
     pub(super) caps: HttpCaps,
     pub(super) metrics: Arc<Metrics>,
     pub(super) jobs: Jobs,
@@ -62,12 +64,14 @@ impl AppState {
     pub fn new(
         engine: Engine,
         tokens: Option<Tokens>,
+        networks: TokenNetworks,
         caps: HttpCaps,
         carry_over: Option<super::carry_over::CarryOver>,
     ) -> AppState {
         AppState {
             engine,
             tokens,
+            networks,
             caps,
             metrics: Arc::default(),
             jobs: Jobs::new(&caps),

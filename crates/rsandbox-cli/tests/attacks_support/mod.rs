@@ -66,8 +66,30 @@ const LINGER: Duration = Duration::from_secs(2);
 /// Processes the victim sandbox holds (forked sleepers), besides itself.
 const VICTIM_SLEEPERS: usize = 21;
 
+#[path = "../common/cran.rs"]
+#[allow(dead_code)]
+mod cran;
+
+/// The names a network case's profile pins (`[network] hosts`), besides `cran.test`:
+/// each resolves where the sandbox must never go, whatever the allowlist says.
+pub const NETWORK_HOSTS: [(&str, &str); 4] = [
+    ("loopback.test", "127.0.0.1"),
+    ("metadata.test", "169.254.169.254"),
+    ("private.test", "10.0.0.1"),
+    ("mapped.test", "::ffff:127.0.0.1"),
+];
+/// The caps of a network case's profile: small, so the cases that go over them end fast.
+const NETWORK_CAPS: &str =
+    "max_download = \"8M\"\nmax_concurrent = 16\nmax_connections = 64\nconnect_timeout = 3\nidle_timeout = 3\n";
+
+/// The test host of the network cases, started once (`None`: not root).
+fn cran_server() -> Option<&'static cran::CranServer> {
+    static SERVER: OnceLock<Option<cran::CranServer>> = OnceLock::new();
+    SERVER.get_or_init(cran::CranServer::start).as_ref()
+}
+
 /// What a case may go after (`# targets:`).
-pub const TARGETS: [&str; 30] = [
+pub const TARGETS: [&str; 31] = [
     "none",
     "secret:home",
     "secret:ssh",
@@ -98,10 +120,11 @@ pub const TARGETS: [&str; 30] = [
     "proc:victim",
     "proc:parent",
     "host:resources",
+    "host:cran",
 ];
 
 /// Placeholders and the target a case must declare to use each (None: no target).
-pub const PLACEHOLDERS: [(&str, Option<&str>); 35] = [
+pub const PLACEHOLDERS: [(&str, Option<&str>); 37] = [
     ("HOME", None),
     ("OUTPUT_DIR", None),
     ("PROBE_HEX", None),
@@ -137,9 +160,11 @@ pub const PLACEHOLDERS: [(&str, Option<&str>); 35] = [
     ("ZYGOTE_PATH", Some("file:zygote")),
     ("SLEEPER_PID", Some("proc:sleeper")),
     ("LOCKED_R_FILE", Some("lock:r-library")),
+    ("CRAN_HOST", Some("host:cran")),
+    ("CRAN_CA", Some("host:cran")),
 ];
 
-const KEYS: [&str; 26] = [
+const KEYS: [&str; 28] = [
     "category",
     "summary",
     "args",
@@ -162,9 +187,11 @@ const KEYS: [&str; 26] = [
     "calibrate-pidns",
     "container-expect",
     "container-loses",
+    "docker-expect",
     "no-private-root-expect",
     "compile-expect",
     "functions",
+    "network",
     "nolandlock-loses",
 ];
 /// Keys that may appear more than once.
@@ -213,6 +240,8 @@ fn rule_for(mode: Mode, case: &Case) -> Option<ContainerRule> {
         (Mode::NoLandlockRoot, _) => case.no_landlock.clone(),
         (Mode::CompileProfileRoot, _) => case.compile.clone(),
         (Mode::ContainerRoot | Mode::ContainerUser, rule) => rule.clone(),
+        // Docker's profile refuses first, as the emulated one does, and more calls.
+        (Mode::DockerRoot | Mode::DockerUser, rule) => case.docker.clone().or_else(|| rule.clone()),
         (Mode::NoUserNamespacesUser, Some(ContainerRule::Expect { outcomes, reason })) => {
             let mut either = case.outcomes.clone();
             either.extend(outcomes.iter().filter(|o| !case.outcomes.contains(o)).cloned());
@@ -258,6 +287,10 @@ pub struct Case {
     pub cal_pidns: bool,
     /// What the namespace-less container rows expect instead, when they differ.
     pub container: Option<ContainerRule>,
+    /// What the real Docker rows expect instead (Docker's profile refuses more calls
+    /// than the namespace and mount ones the emulated container refuses); before
+    /// `container`.
+    pub docker: Option<ContainerRule>,
     /// What the rows without a private root (no namespaces) expect instead.
     pub no_private_root: Option<ContainerRule>,
     /// What the row without Landlock cannot hold, and why.
@@ -269,6 +302,10 @@ pub struct Case {
     /// The function allowlist the case runs under (a profile's `functions`: names and
     /// sets), when it has one.
     pub functions: Option<Vec<String>>,
+    /// The network allowlist the case runs under (a profile's `[network] allow`), with
+    /// the test host `cran.test` ([`cran::CranServer`]) and the attack names of
+    /// [`NETWORK_HOSTS`]; rows without namespaces must refuse it.
+    pub network: Option<Vec<String>>,
     /// The file's text (header included); placeholders not yet substituted.
     pub source: String,
     /// Placeholders used anywhere in the file.
@@ -443,9 +480,15 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         (None, None) => None,
     };
     let compile = one("compile-expect").map(|v| expect_rule("compile-expect", &v)).transpose()?;
+    let docker = one("docker-expect").map(|v| expect_rule("docker-expect", &v)).transpose()?;
     let outcomes = parse_outcomes("expect", &required("expect")?, &[REFUSED])?;
     let functions = one("functions")
         .map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
+    let network = one("network")
+        .map(|f| f.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect::<Vec<_>>());
+    if network.is_some() && functions.is_some() {
+        return Err("network and functions: one profile per case".into());
+    }
     if outcomes.iter().any(|o| o == REFUSED) && (outcomes.len() > 1 || functions.is_none()) {
         return Err(format!("outcome={REFUSED} stands alone, and only under a function allowlist (`functions:`)"));
     }
@@ -599,12 +642,14 @@ pub fn parse_case(path: &Path, root: &Path) -> Result<Case, String> {
         cal_net,
         cal_pidns,
         container,
+        docker,
         no_private_root: one("no-private-root-expect")
             .map(|v| expect_rule("no-private-root-expect", &v))
             .transpose()?,
         no_landlock: one("nolandlock-loses").map(|reason| ContainerRule::Loses(reason.to_string())),
         compile,
         functions,
+        network,
         source,
         placeholders,
     })
@@ -1231,6 +1276,12 @@ pub enum Mode {
     CompileProfileRoot,
     /// As `Root`, in a chroot whose `/` is not a mount point, with `--no-namespaces`.
     ChrootRoot,
+    /// As `Root`, inside a real Docker container (Docker's default seccomp profile and
+    /// capabilities, `no-new-privileges`), with `--no-namespaces`: the run happens in the
+    /// container (`attacks.rs` starts this test binary there).
+    DockerRoot,
+    /// As `User` (no capabilities), in the same Docker container.
+    DockerUser,
     /// Unsandboxed `Rscript` as root in a pid (+net) namespace: does the attack work?
     Calibration,
 }
@@ -1247,17 +1298,27 @@ impl Mode {
             Mode::ChrootRoot => "chroot-root",
             Mode::BaseProfileRoot => "base-profile-root",
             Mode::CompileProfileRoot => "compile-profile-root",
+            Mode::DockerRoot => "docker-root",
+            Mode::DockerUser => "docker-user",
             Mode::Calibration => "calibration",
         }
     }
     /// The CLI runs as the unprivileged attack user.
     pub fn user(self) -> bool {
-        matches!(self, Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser)
+        matches!(self, Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::DockerUser)
     }
     /// The CLI runs without namespaces (`--no-namespaces`): the cases' `container-expect`
     /// and `container-loses` headers (what a namespace-less sandbox cannot hold) apply.
     pub fn container(self) -> bool {
-        matches!(self, Mode::ContainerRoot | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::ChrootRoot)
+        matches!(
+            self,
+            Mode::ContainerRoot
+                | Mode::ContainerUser
+                | Mode::NoUserNamespacesUser
+                | Mode::ChrootRoot
+                | Mode::DockerRoot
+                | Mode::DockerUser
+        )
     }
     /// The sandboxes get a private root (they have a mount namespace): every row with
     /// namespaces.
@@ -1281,12 +1342,29 @@ impl Mode {
             Mode::NoLandlockRoot => container::without_landlock(command),
             Mode::NoUserNamespacesUser => container::without_user_namespaces(command),
             Mode::ChrootRoot => container::in_chroot(command),
+            // The container itself is the environment. Its runner (this process) has
+            // CAP_SYS_PTRACE added, to read the sandboxes' /proc entries as a host
+            // would; the CLI goes without it, with Docker's default capabilities.
+            Mode::DockerRoot => {
+                // SAFETY: prctl is async-signal-safe and allocates nothing.
+                unsafe {
+                    command.pre_exec(|| {
+                        // CAP_SYS_PTRACE is capability 19 (<linux/capability.h>).
+                        if libc::prctl(libc::PR_CAPBSET_DROP, 19, 0, 0, 0) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            // The identity switch to the attack user cleared every capability.
+            Mode::DockerUser => {}
             Mode::Root | Mode::User | Mode::BaseProfileRoot | Mode::CompileProfileRoot | Mode::Calibration => {}
         }
     }
     fn owner(self) -> (u32, u32, PathBuf) {
         match self {
-            Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser => {
+            Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::DockerUser => {
                 let a = attack_user();
                 (a.uid, a.gid, PathBuf::from(a.home))
             }
@@ -1537,7 +1615,12 @@ impl Run {
             if let (Some(sandbox), Some(engine)) = (sandbox, engine_dirs(cli_pid).into_iter().next()) {
                 let ws = engine.join("ws-1");
                 let through_root = |p: &Path| PathBuf::from(format!("/proc/{}/root{}", sandbox.pid, p.display()));
-                if through_root(&ws.join("victim-ready.txt")).exists() {
+                // Without a private root the workspace is at its own path; reading it
+                // through /proc/<pid>/root needs CAP_SYS_PTRACE, which a container's
+                // root (the Docker rows' runner) lacks.
+                let ready = ws.join("victim-ready.txt");
+                let ready = if self.mode.private_root() { through_root(&ready) } else { ready };
+                if ready.exists() {
                     let file = ws.join("victim-secret.txt");
                     let root_file = through_root(&file);
                     return Victim { child, cli_pid, pid: sandbox.pid, zygote_link, file, ws, root_file };
@@ -1636,11 +1719,14 @@ impl Run {
                 | Mode::NoLandlockRoot
                 | Mode::ChrootRoot
                 | Mode::BaseProfileRoot
-                | Mode::CompileProfileRoot => {
+                | Mode::CompileProfileRoot
+                | Mode::DockerRoot => {
                     p.uids.iter().any(|&u| u >= SANDBOX_UID_BASE)
                         && p.exe.as_deref().is_some_and(|e| e.starts_with(&run_dir) || e.starts_with(&bin_dir))
                 }
-                Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser => p.uids.contains(&self.uid),
+                Mode::User | Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::DockerUser => {
+                    p.uids.contains(&self.uid)
+                }
                 Mode::Calibration => false,
             })
             .collect();
@@ -1845,6 +1931,14 @@ impl CaseHost {
         ph.insert("UNIX_PATH", show(&listeners.unix_path));
         ph.insert("ABSTRACT_NAME", listeners.abstract_name.clone());
         ph.insert("DNS_NAME", format!("{dns_label}.rsandbox-attack.test"));
+        if matches!(run.mode, Mode::DockerRoot | Mode::DockerUser) {
+            // No test host in a container (see `run_sandboxed`): the cases are refused.
+            ph.insert("CRAN_HOST", cran::CRAN_HOST.to_string());
+            ph.insert("CRAN_CA", "/nonexistent-ca.pem".to_string());
+        } else if let Some(cran) = case.targets.contains("host:cran").then(cran_server).flatten() {
+            ph.insert("CRAN_HOST", cran::CRAN_HOST.to_string());
+            ph.insert("CRAN_CA", show(&cran.ca));
+        }
         for (k, p) in &targets {
             ph.insert(k, show(p));
         }
@@ -2149,6 +2243,35 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         fs::set_permissions(&profile, fs::Permissions::from_mode(0o644)).unwrap();
         flags.extend(["--profile".to_string(), profile.to_string_lossy().into_owned()]);
     }
+    if let Some(allow) = &case.network {
+        // The allowlist in a profile file that extends the mode's profile (in its place).
+        let extends = match flags.iter().position(|f| f == "--profile") {
+            Some(i) => flags.drain(i..i + 2).nth(1).unwrap_or_default(),
+            None => "strict".to_string(),
+        };
+        let profile = if matches!(run.mode, Mode::DockerRoot | Mode::DockerUser) {
+            // In a Docker container no test host can be made (no network namespaces), and
+            // none is needed: without namespaces a network profile is refused before the
+            // case runs. The same allowlist, in a profile of its own.
+            let allow: Vec<String> = allow.iter().map(|a| format!("{a:?}")).collect();
+            let text = format!("extends = {extends:?}\n\n[network]\nallow = [{}]\n{NETWORK_CAPS}", allow.join(", "));
+            let path = dir.join("network.toml");
+            fs::write(&path, text).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+            path
+        } else {
+            let cran = cran_server().expect("network cases need the test host (root)");
+            let hosts: Vec<(&str, &str)> = NETWORK_HOSTS.to_vec();
+            cran.profile(
+                &format!("attack-{idx}"),
+                &extends,
+                &allow.iter().map(String::as_str).collect::<Vec<_>>(),
+                &hosts,
+                NETWORK_CAPS,
+            )
+        };
+        flags.extend(["--profile".to_string(), profile.to_string_lossy().into_owned()]);
+    }
     let mut cmd = run.cli_command(s, &zygote_link);
     cmd.arg("run").arg(&file).arg("--json").args(&flags).args(case.args.iter().map(|a| host.substitute(a)));
     let dirs_before = all_engine_dirs();
@@ -2164,7 +2287,17 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
         failures.push(format!("the CLI did not finish within {CALL_LIMIT:?}; the runner killed it"));
     }
     let refused_expected = case.outcomes.iter().any(|o| o == REFUSED);
+    let without_namespaces = flags.iter().any(|f| f == "--no-namespaces");
     match &json {
+        // A network case where sandboxes get no network namespace: refused before any
+        // sandbox starts (never run with the host's network).
+        None if case.network.is_some() && without_namespaces && out.code == Some(2) => {
+            got = "refused (no network namespace)".to_string();
+            let stderr = out.stderr_str();
+            if !stderr.contains("the network allowlist needs a network namespace") {
+                failures.push(format!("exit 2 without the network refusal: {:?}", clip(&stderr, 400)));
+            }
+        }
         // Refused before it ran: no result, bad input, the function named on stderr.
         None if refused_expected && out.code == Some(2) => {
             got = REFUSED.to_string();
@@ -2506,7 +2639,8 @@ fn workers(mode: Mode) -> usize {
     // RLIMIT_NPROC counts the victim's processes and every case running beside this one
     // together (a known loss of the mode): one case at a time, so that the legitimate
     // cases that fork keep room to fork.
-    let default = if matches!(mode, Mode::ContainerUser | Mode::NoUserNamespacesUser) { 1 } else { 3 };
+    let default =
+        if matches!(mode, Mode::ContainerUser | Mode::NoUserNamespacesUser | Mode::DockerUser) { 1 } else { 3 };
     std::env::var("RSANDBOX_ATTACK_WORKERS").ok().and_then(|w| w.parse().ok()).filter(|&w| w > 0).unwrap_or(default)
 }
 
@@ -2673,6 +2807,10 @@ pub fn matrix_row(mode: Mode, reports: &[Report]) -> String {
         Mode::ChrootRoot => ("chroot, `/` not a mount point", "root"),
         Mode::BaseProfileRoot => ("host, `--profile base`", "root"),
         Mode::CompileProfileRoot => ("host, `--profile compile` (the cases that run unlisted programs)", "root"),
+        Mode::DockerRoot => {
+            ("Docker, default seccomp profile, `no-new-privileges`", "root (Docker's default capabilities)")
+        }
+        Mode::DockerUser => ("Docker, default seccomp profile, `no-new-privileges`", "user (no capabilities)"),
         Mode::Calibration => unreachable!("the calibration has no row"),
     };
     let default = check_in(mode, &[]);

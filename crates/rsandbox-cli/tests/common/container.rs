@@ -153,6 +153,22 @@ pub fn outside_chroot(path: &Path) -> Option<PathBuf> {
     path.strip_prefix(&tree.root).ok().map(|rest| Path::new("/").join(rest))
 }
 
+/// Run `command` as a container's root whose runtime grants no `CAP_SYS_ADMIN` but
+/// allows user namespaces (podman's default profile): the capability leaves the
+/// bounding set, so the command's root never has it.
+pub fn without_cap_sys_admin(command: &mut Command) {
+    // SAFETY: prctl is async-signal-safe and allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            // CAP_SYS_ADMIN is capability 21 (<linux/capability.h>).
+            if libc::prctl(libc::PR_CAPBSET_DROP, 21, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Run `command` (as root) inside a chroot whose `/` is not a mount point: every
 /// top-level directory of the host is bound into a plain directory, in a mount
 /// namespace of the command's own, and the command is `chroot`ed there.

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 pub mod container;
+pub mod cran;
 pub mod http_server;
 pub use container::*;
 use std::fmt;
@@ -329,6 +330,9 @@ pub enum Place {
     NoUserNamespaces,
     /// In a chroot whose `/` is not a mount point ([`in_chroot`]; root only).
     Chroot,
+    /// As a container's root without `CAP_SYS_ADMIN` where user namespaces are allowed
+    /// ([`without_cap_sys_admin`]; root only).
+    WithoutSysAdmin,
 }
 
 /// Run `rsandbox args…` as `who`, in `place`.
@@ -341,6 +345,7 @@ pub fn rsandbox_in(place: Place, who: Who, args: &[&str], env: &[(&str, &str)], 
         Place::NoLandlock => without_landlock(&mut command),
         Place::NoUserNamespaces => without_user_namespaces(&mut command),
         Place::Chroot => in_chroot(&mut command),
+        Place::WithoutSysAdmin => without_cap_sys_admin(&mut command),
     }
     command.args(args).env_clear().current_dir("/");
     command.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C.UTF-8");

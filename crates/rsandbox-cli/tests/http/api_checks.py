@@ -128,6 +128,7 @@ async def main():
         assert 'route="/v1/eval",status="429",token="alice"} 2' in metrics and 'outcome="violation"' in metrics, metrics
         assert 'rsandbox_violations_total{syscall="execve"}' in metrics, metrics
         assert 'rsandbox_http_request_seconds_bucket{route="/v1/eval",le="+Inf"}' in metrics and "rsandbox_pool_idle " in metrics, metrics
+        assert "rsandbox_queue 0" in metrics, [l for l in metrics.splitlines() if "queue" in l]
         print("ok 429 with Retry-After past the token's in-flight cap (per token), metrics count it")
 
         await routes_errors_and_files(server, alice, bob, anonymous)

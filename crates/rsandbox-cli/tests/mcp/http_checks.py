@@ -56,7 +56,8 @@ async def client(url, token=None):
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write, *_):
             async with ClientSession(read, write) as session:
-                await session.initialize()
+                # Kept for checks of the server's instructions.
+                session.initialized = await session.initialize()
                 yield session
 
 

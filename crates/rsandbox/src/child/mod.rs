@@ -121,6 +121,16 @@ pub struct SandboxChild {
     /// between evaluations as during evaluations.
     cpu_limit: Option<u64>,
     memory_limit: Option<u64>,
+    /// Network by proxy: the supervisor's proxy serving this child's listener.
+    proxy: Option<egress::EgressHandle>,
+}
+
+/// The proxy that serves a network sandbox, and the allowlist it enforces.
+pub struct Proxy<'a> {
+    /// The engine's proxy service.
+    pub egress: &'a egress::Egress,
+    /// What this sandbox may reach.
+    pub policy: Arc<egress::NetworkPolicy>,
 }
 
 /// The state of one request while it runs.
@@ -180,7 +190,11 @@ impl Execution {
             interrupt_on_timeout: false,
             streamed: [0, 0],
             streamed_reports: 0,
-            next_sample: start,
+            // Not at the start: between requests nothing of the sandbox runs (stopped,
+            // and what R left was ended), so the leader is alone until its code forks,
+            // and its rlimits bound it meanwhile. A request shorter than one interval is
+            // looked at once, at its end.
+            next_sample: start + meter::INTERVAL,
             cpu_limit_ms: cpu_limit.map(|s| s.saturating_mul(1000)),
             memory_limit,
             metered_cpu_ms: None,
@@ -206,7 +220,11 @@ impl SandboxChild {
         workspace: &Path,
         env: Vec<(String, String)>,
         tools: &[Tool],
+        proxy: Option<Proxy<'_>>,
     ) -> Result<SandboxChild, EngineError> {
+        if policy.network != proxy.is_some() {
+            return Err(EngineError::Setup("network layer: a network policy needs its proxy, and only it".into()));
+        }
         let (out_r, out_w) = pipe().map_err(EngineError::io("create the stdout pipe"))?;
         let (err_r, err_w) = pipe().map_err(EngineError::io("create the stderr pipe"))?;
         let (viol_ours, viol_child) = Channel::pair().map_err(EngineError::io("create the violation channel"))?;
@@ -261,6 +279,7 @@ impl SandboxChild {
                 nice: None,
                 programs: 0,
                 learning: false,
+                proxy_port: None,
             },
             lockdown_us: 0,
             cpu_limit,
@@ -269,8 +288,22 @@ impl SandboxChild {
             forked: false,
             exit: None,
             dead: false,
+            proxy: None,
         };
         child.layers = child.await_lockdown(ctl)?;
+        if let Some(Proxy { egress, policy }) = proxy {
+            // Fail closed: a network sandbox whose listener did not come, or that no
+            // proxy serves, does not run (R would hang on a queue nobody reads).
+            let listener = child
+                .violations
+                .take_proxy_listener()
+                .ok_or_else(|| EngineError::Setup("network layer: the child sent no proxy listener".into()))?;
+            if child.layers.proxy_port.is_none() {
+                return Err(EngineError::Setup("network layer: the child reported no proxy port".into()));
+            }
+            child.proxy =
+                Some(egress.serve(listener, policy).map_err(EngineError::io("serve the sandbox's proxy listener"))?);
+        }
         // Fail closed: a sandbox whose processes cannot be counted together would have
         // per-process limits only.
         let meter = Meter::new(pid)
@@ -441,6 +474,11 @@ impl SandboxChild {
         let limits = (request.cpu_limit, request.memory_limit);
         let mut run = Execution::new(None, start, start + request.timeout, max_output, outgoing, limits);
         run.interrupt_on_timeout = request.interrupt_on_timeout;
+        // The proxy serves the sandbox during evaluations only, every connection ending
+        // at the request's deadline; between requests nothing of the sandbox runs.
+        if let Some(proxy) = &self.proxy {
+            proxy.begin_request(Some(run.deadline));
+        }
         // An interrupt asked for before this request is not for it.
         self.interrupter.take_request();
         // Interrupts reach the child only while this request runs, whichever way it ends.
@@ -453,8 +491,13 @@ impl SandboxChild {
             calls: 0,
             cap_exceeded: false,
         };
-        self.drive(&mut run, &mut bridge, stream, &mut *emit)?;
-        Ok(self.result(run, start, request.cpu_limit, bridge.cap_exceeded))
+        let driven = self.drive(&mut run, &mut bridge, stream, &mut *emit);
+        let network = self.proxy.as_ref().map(egress::EgressHandle::end_request).unwrap_or_default();
+        driven?;
+        let mut result = self.result(run, start, request.cpu_limit, bridge.cap_exceeded);
+        explain_denials(&mut result, &network);
+        result.network = network;
+        Ok(result)
     }
 
     /// Run one request to its end: its deadline, the meter, violations, output, tool
@@ -828,6 +871,23 @@ impl SandboxChild {
         result.tool_call_limit_exceeded = cap_exceeded;
         result.learning = self.violations.take_learning_report();
         result
+    }
+}
+
+/// A denial reaches the R user as an error naming the host and the rule: libcurl only
+/// says "CONNECT tunnel failed, response 403" (or R "cannot open URL"), so the reasons
+/// of this request's denied connections, and of those a cap or a timeout ended, are
+/// added to an R error's message, once each.
+fn explain_denials(result: &mut EvalResult, network: &[egress::ConnectionRecord]) {
+    let Some(error) = result.error.as_mut() else { return };
+    let mut reasons: Vec<&str> = Vec::new();
+    for reason in network.iter().filter_map(|r| r.reason.as_deref()) {
+        if !reasons.contains(&reason) {
+            reasons.push(reason);
+        }
+    }
+    if !reasons.is_empty() {
+        error.message = format!("{}\nnetwork: {}", error.message.trim_end(), reasons.join("; "));
     }
 }
 

@@ -86,6 +86,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         files: Vec::new(),
         files_truncated: false,
         learning: None,
+        network: Vec::new(),
     };
     if let Some(e) = o.exit {
         result.usage.cpu_ms = e.cpu_ms;

@@ -32,6 +32,10 @@ pub(crate) enum Watch {
 pub(crate) struct ViolationWatch {
     channel: Option<Channel>,
     listener: Option<OwnedFd>,
+    /// Network by proxy: the listener the child made in its network namespace, which
+    /// arrives (tag `N`) before the seccomp listener (tag `L`).
+    network: bool,
+    proxy_listener: Option<OwnedFd>,
     /// The first forbidden call reported.
     pub(crate) syscall: Option<i64>,
     /// Learning mode: what was refused so far, until the listener arrives.
@@ -50,7 +54,15 @@ impl ViolationWatch {
     /// A watch for a child under `policy` (in learning mode when the policy says so).
     pub(crate) fn new(channel: Channel, policy: &Policy) -> ViolationWatch {
         let learning = policy.learning.then(|| Learning::new(policy.clone()));
-        ViolationWatch { channel: Some(channel), listener: None, syscall: None, learning, served: None }
+        ViolationWatch {
+            channel: Some(channel),
+            listener: None,
+            network: policy.network,
+            proxy_listener: None,
+            syscall: None,
+            learning,
+            served: None,
+        }
     }
 
     /// Whether this child is in learning mode.
@@ -107,27 +119,49 @@ impl ViolationWatch {
 
     /// Receive the listener the child sends while installing seccomp (it arrives
     /// before the child reports `locked_down`), waiting at most `timeout` for it (the
-    /// child may hang before it installs seccomp).
+    /// child may hang before it installs seccomp). With the network by proxy, the proxy
+    /// listener comes first ([`Self::take_proxy_listener`]).
     pub(crate) fn take_listener(&mut self, timeout: std::time::Duration) -> Result<(), String> {
         let channel = self.channel.take().ok_or("the violation channel was already used")?;
-        let mut fd = libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, for the duration of the call.
-        match unsafe { libc::poll(&mut fd, 1, timeout.as_millis().min(i32::MAX as u128) as i32) } {
-            0 => return Err(format!("the child sent no seccomp listener within {} s", timeout.as_secs())),
-            n if n < 0 => {
-                return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error()))
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut fd = libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd, for the duration of the call.
+            match unsafe { libc::poll(&mut fd, 1, left.as_millis().min(i32::MAX as u128) as i32) } {
+                0 => return Err(format!("the child sent no seccomp listener within {} s", timeout.as_secs())),
+                n if n < 0 => {
+                    return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error()))
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        match channel.recv() {
-            Ok(Some((_, mut fds))) if fds.len() == 1 => {
-                self.listener = fds.pop();
-                Ok(())
+            let (tag, mut fds) = match channel.recv() {
+                Ok(Some(message)) => message,
+                Ok(None) => {
+                    return Err("the child closed its violation channel without sending the seccomp listener".into())
+                }
+                Err(e) => return Err(format!("failed to receive the seccomp listener: {e}")),
+            };
+            if fds.len() != 1 {
+                let which = if self.network && self.proxy_listener.is_none() { "proxy" } else { "seccomp" };
+                return Err(format!("expected the {which} listener (one fd), got {} fds", fds.len()));
             }
-            Ok(Some((_, fds))) => Err(format!("expected the seccomp listener (one fd), got {} fds", fds.len())),
-            Ok(None) => Err("the child closed its violation channel without sending the seccomp listener".into()),
-            Err(e) => Err(format!("failed to receive the seccomp listener: {e}")),
+            // The proxy listener, once, before the seccomp one, and only when asked for.
+            if tag == lockdown::network::LISTENER_TAG && self.network && self.proxy_listener.is_none() {
+                self.proxy_listener = fds.pop();
+                continue;
+            }
+            if self.network && self.proxy_listener.is_none() {
+                return Err("the child sent no proxy listener before its seccomp listener".into());
+            }
+            self.listener = fds.pop();
+            return Ok(());
         }
+    }
+
+    /// Network by proxy: the listener received by [`Self::take_listener`] (once).
+    pub(crate) fn take_proxy_listener(&mut self) -> Option<OwnedFd> {
+        self.proxy_listener.take()
     }
 
     /// Handle readiness of [`Self::poll_fd`].
@@ -307,6 +341,29 @@ mod tests {
         watch.take_listener(std::time::Duration::from_secs(1)).unwrap();
         assert!(watch.has_listener());
         assert!(matches!(watch.service(libc::POLLIN), Watch::Lost(e) if e.contains("failed to receive")));
+    }
+
+    #[test]
+    fn a_network_child_sends_its_proxy_listener_first_and_only_it_may() {
+        let network = Policy { network: true, ..Policy::default() };
+        let (proxy, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours, theirs) = Channel::pair().unwrap();
+        theirs.send(b"N", &[proxy.as_fd()]).unwrap();
+        theirs.send(b"L", &[proxy.as_fd()]).unwrap();
+        let mut watch = ViolationWatch::new(ours, &network);
+        watch.take_listener(std::time::Duration::from_secs(1)).unwrap();
+        assert!(watch.has_listener() && watch.take_proxy_listener().is_some());
+        // Without its proxy listener first, a network child is refused.
+        let (ours, theirs) = Channel::pair().unwrap();
+        theirs.send(b"L", &[proxy.as_fd()]).unwrap();
+        let error = ViolationWatch::new(ours, &network).take_listener(std::time::Duration::from_secs(1)).unwrap_err();
+        assert!(error.contains("no proxy listener"), "{error}");
+        // A child without the network cannot hand one over: it is taken as the seccomp listener.
+        let (ours, theirs) = Channel::pair().unwrap();
+        theirs.send(b"N", &[proxy.as_fd()]).unwrap();
+        let mut watch = ViolationWatch::new(ours, &Policy::default());
+        watch.take_listener(std::time::Duration::from_secs(1)).unwrap();
+        assert!(watch.take_proxy_listener().is_none());
     }
 
     #[test]
