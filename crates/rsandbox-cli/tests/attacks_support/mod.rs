@@ -1601,11 +1601,18 @@ impl Run {
             c.env("USER", "root");
         }
         c.args(["run", "--json", "--timeout", "3600"]).args(self.mode.cli_flags()).arg(&file);
-        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        // Its stderr is kept (in the run's directory, out of the sandbox's reach) so that
+        // a victim that never gets ready says why.
+        let stderr_path = self.run_dir.join("victim-stderr.txt");
+        let stderr = fs::File::create(&stderr_path).expect("create the victim's stderr file");
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
         c.process_group(0);
         let mut child = c.spawn().expect("start the victim sandbox");
         let cli_pid = child.id();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Generous: the victim starts while other rows of the corpus load both cores
+        // (one CI run took over 30 s here).
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(120);
         loop {
             let procs = processes();
             let zygote = procs.iter().find(|p| p.ppid == cli_pid && p.exe.as_deref() == Some(zygote_link.as_path()));
@@ -1626,9 +1633,25 @@ impl Run {
                     return Victim { child, cli_pid, pid: sandbox.pid, zygote_link, file, ws, root_file };
                 }
             }
-            if Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
+            let exited = child.try_wait().ok().flatten();
+            if Instant::now() >= deadline || exited.is_some() {
                 child.kill().ok();
-                panic!("the victim sandbox did not get ready within 30 s (or exited)");
+                let how = match exited {
+                    Some(status) => format!("exited ({status})"),
+                    None => "still running".into(),
+                };
+                let procs = processes();
+                let ours: Vec<String> = procs
+                    .iter()
+                    .filter(|p| p.exe.as_deref() == Some(zygote_link.as_path()))
+                    .map(ProcInfo::describe)
+                    .collect();
+                panic!(
+                    "the victim sandbox did not get ready within {:.0?}: the CLI {how}; its zygote processes {ours:?}; \
+                     its stderr: {:?}",
+                    started.elapsed(),
+                    fs::read_to_string(&stderr_path).unwrap_or_default()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
