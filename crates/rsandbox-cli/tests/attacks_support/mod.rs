@@ -1640,7 +1640,6 @@ impl Run {
                     Some(status) => format!("exited ({status})"),
                     None => "still running".into(),
                 };
-                let procs = processes();
                 let ours: Vec<String> = procs
                     .iter()
                     .filter(|p| p.exe.as_deref() == Some(zygote_link.as_path()))
