@@ -69,6 +69,7 @@ pub mod privileges;
 pub mod probe;
 pub mod process;
 pub mod rlimits;
+pub mod root_template;
 pub mod ruleset;
 pub mod seccomp;
 mod sys;
@@ -135,6 +136,18 @@ impl Policy {
 /// Lock the calling process down. `filters` must come from
 /// `SeccompFilters::build(policy.seccomp_profile())`; `parent` is the pid that forked us.
 pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> Result<Applied, LockdownError> {
+    apply_with_root(policy, filters, parent, None)
+}
+
+/// [`apply`], with the private root copied from `root` when it fits the policy and the
+/// process is root (see [`root_template`]), instead of built here. `root`'s fd is kept
+/// open through step 1 and closed once the mount namespace is made, used or not.
+pub fn apply_with_root(
+    policy: &Policy,
+    filters: &SeccompFilters,
+    parent: libc::pid_t,
+    root: Option<&root_template::RootTemplate>,
+) -> Result<Applied, LockdownError> {
     policy.validate()?;
     let as_root = sys::effective_uid() == 0;
     if as_root && policy.run_as.is_none() {
@@ -142,7 +155,7 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     }
     let address_space_now = rlimits::current_address_space()?;
 
-    process::isolate_process(policy.keep_fds_below, parent)?;
+    process::isolate_process(policy.keep_fds_below, root.map(|r| r.fd()), parent)?;
     let identity = if as_root { policy.run_as } else { None };
     // Root without CAP_SYS_ADMIN (a container's root) cannot create the namespaces
     // itself: it becomes the sandbox's uid first and creates them as an ordinary user
@@ -168,6 +181,11 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     };
     let workspace_quota = match &policy.workspace_quota {
         // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
+        Some(quota) if root_makes_namespaces && root.is_some_and(|r| r.fits(policy)) => {
+            let template = root.expect("checked by the guard");
+            template.enter(quota, identity.expect("root has a sandbox identity"))?;
+            Some(quota.bytes)
+        }
         Some(quota) if root_makes_namespaces || namespaces.contains(&"user") => {
             match mounts::enter_mount_namespace() {
                 Ok(()) => {
@@ -196,6 +214,9 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
         }
         None => None,
     };
+    if let Some(template) = root {
+        process::close_kept_fd(template.fd())?;
+    }
     // In the new network namespace, before the drop (bringing `lo` up needs
     // CAP_NET_ADMIN there); refused without a network namespace, best effort or not.
     let proxy_port = match (policy.network, policy.violation_fd) {

@@ -75,7 +75,43 @@ fn join(root: &Path, path: &Path) -> PathBuf {
 fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
     // The new root is mounted over the workspace directory: it exists, and the host copy
     // of it stays empty anyway (the sandbox's files live on the quota tmpfs).
-    let new_root = quota.path.clone();
+    build_private_root(policy, &quota.path, &quota.path, Some((quota, owner)))
+}
+
+/// Build the private root of [`crate::root_template::RootTemplate`]: everything
+/// [`enter_private_root`] builds but the workspace, of which only the parent directory
+/// exists (each child mounts its own there). Mounted over `mount_on`, a host directory
+/// that exists; the calling process ends in the new root.
+pub(crate) fn enter_template_root(policy: &Policy, workspace: &Path, mount_on: &Path) -> Result<(), NamespaceError> {
+    build_private_root(policy, workspace, mount_on, None)
+}
+
+/// Mount the workspace of one child in its copy of a template's root: a small tmpfs of
+/// its own over the workspace's parent (so that no other child's workspace name, nor
+/// anything else, is shared), the quota's tmpfs in it, both read-only but the
+/// workspace. Ends in the workspace.
+pub(crate) fn mount_workspace_in_template(quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+    let Some(parent) = quota.path.parent() else {
+        return Err(failed("workspace in the template root")(io::Error::other("the workspace has no parent")));
+    };
+    let parent_c = c_path(parent)?;
+    sys::mount_at(&parent_c, "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "size=64k,nr_inodes=16,mode=0755")
+        .map_err(failed(format!("tmpfs over {}", parent.display())))?;
+    mount_workspace(Path::new("/"), quota, owner)?;
+    sys::remount_bind(&parent_c, libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV)
+        .map_err(failed(format!("remount {} read-only", parent.display())))?;
+    std::env::set_current_dir(&quota.path).map_err(failed("chdir into the workspace"))
+}
+
+/// The private root, mounted over `mount_on`: with `quota`, the workspace mounted in it;
+/// without, only its parent directory made (a template's root).
+fn build_private_root(
+    policy: &Policy,
+    workspace: &Path,
+    mount_on: &Path,
+    quota: Option<(&WorkspaceQuota, Identity)>,
+) -> Result<(), NamespaceError> {
+    let new_root = mount_on.to_path_buf();
     // Room for the skeleton and the copies of small read-only files (`replicate`): a
     // tmpfs's size is a ceiling, not an allocation.
     let size = format!("size={}k,mode=0755", 1024 + MAX_FILES_COPIED * (MAX_COPIED_FILE >> 10));
@@ -88,7 +124,7 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     let mut entries: Vec<(&PathBuf, bool)> = Vec::new();
     entries.extend(policy.read_only.iter().map(|p| (p, true)));
     entries.extend(policy.executable.iter().map(|p| (p, true)));
-    entries.extend(policy.read_write.iter().filter(|p| **p != quota.path).map(|p| (p, false)));
+    entries.extend(policy.read_write.iter().filter(|p| **p != workspace).map(|p| (p, false)));
     // Parents before children; a path inside one already bound comes with it, unless
     // it is writable inside a read-only one (then it is bound over it, read-write).
     entries.sort_by_key(|(p, _)| p.components().count());
@@ -112,7 +148,13 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
         show_only(&new_root, visible, &mut files)?;
     }
     fs::remove_dir(&empty).map_err(failed(format!("rmdir {}", empty.display())))?;
-    mount_workspace(&new_root, quota, owner)?;
+    match quota {
+        Some((quota, owner)) => mount_workspace(&new_root, quota, owner)?,
+        None => {
+            let parent = join(&new_root, workspace.parent().unwrap_or(workspace));
+            fs::create_dir_all(&parent).map_err(failed(format!("mkdir {}", parent.display())))?;
+        }
+    }
     let old = new_root.join(".old-root");
     fs::create_dir(&old).map_err(failed("mkdir .old-root"))?;
     sys::pivot_root(&c_path(&new_root)?, &c_path(&old)?).map_err(failed("pivot_root"))?;
@@ -120,7 +162,7 @@ fn enter_private_root(policy: &Policy, quota: &WorkspaceQuota, owner: Identity) 
     // The stages go with the old root, in its one detach: each is moved into the old
     // tree, onto the host directory the new root was mounted on (it exists, and nothing
     // reads it any more), rather than detached on its own.
-    let in_old_root = c_path(&join(Path::new("/.old-root"), &quota.path))?;
+    let in_old_root = c_path(&join(Path::new("/.old-root"), mount_on))?;
     for stage in files.stages {
         let at = Path::new("/").join(&stage);
         sys::move_mount(&c_path(&at)?, &in_old_root).map_err(failed(format!("move the stage {stage} away")))?;

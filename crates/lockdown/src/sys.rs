@@ -223,6 +223,17 @@ pub fn close_fds_from(first: RawFd) -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) }).map(drop)
 }
 
+/// `close_range(first, last, 0)`: close the fds from `first` to `last` (none when
+/// `last < first`).
+pub fn close_fd_range(first: RawFd, last: RawFd) -> io::Result<()> {
+    if last < first {
+        return Ok(());
+    }
+    // libc: rustix has no close_range.
+    // SAFETY: integer-only system call; closing fds we no longer use is the point.
+    check(unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, last as libc::c_uint, 0) }).map(drop)
+}
+
 /// `setrlimit(resource, {soft, hard})`.
 pub fn set_rlimit(resource: rustix::process::Resource, soft: u64, hard: u64) -> io::Result<()> {
     Ok(rustix::process::setrlimit(resource, rustix::process::Rlimit { current: Some(soft), maximum: Some(hard) })?)

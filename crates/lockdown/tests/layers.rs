@@ -13,6 +13,7 @@
 
 use lockdown::command::error_chain;
 use lockdown::errors::{LockdownError, PolicyError, PrivilegeError, ProcessError};
+use lockdown::root_template::{RootTemplate, RootTemplates};
 use lockdown::{namespaces, privileges, process, rlimits, ruleset, seccomp};
 use lockdown::{Applied, Identity, LandlockEnforcement, Limits, Policy, SeccompFilters, SeccompProfile};
 use std::fmt::Debug;
@@ -496,7 +497,7 @@ fn process_isolation(caller: Caller) {
         expect_ok("dup2 to 100", unsafe { libc::dup2(fd as RawFd, 100) }.into())?;
         check_eq("pgrp before (the harness's group)", unsafe { libc::getpgrp() } == getpid(), false)?;
 
-        step("isolate_process", process::isolate_process(3, parent))?;
+        step("isolate_process", process::isolate_process(3, None, parent))?;
 
         for fd in [3, fd as RawFd, 100] {
             let rc = unsafe { libc::fcntl(fd, libc::F_GETFD) };
@@ -510,23 +511,28 @@ fn process_isolation(caller: Caller) {
     assert_eq!(outcome, Outcome::Passed);
 }
 
-/// `keep_below` is exclusive: fd 4 survives `isolate_process(5, ..)`, fd 5 does not.
+/// `keep_below` is exclusive: fd 4 survives `isolate_process(5, ..)`, fd 5 does not; the
+/// one fd kept above it (a root template's, 7) survives until `close_kept_fd`, its
+/// neighbours 6 and 8 do not.
 fn process_keeps_fds_below_the_limit(caller: Caller) {
     let parent = this_pid();
     let outcome = run(caller, move || {
         let fd = expect_ok("open /dev/null", unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) }.into())?;
-        expect_ok("dup2 to 4", unsafe { libc::dup2(fd as RawFd, 4) }.into())?;
-        expect_ok("dup2 to 5", unsafe { libc::dup2(fd as RawFd, 5) }.into())?;
-        step("isolate_process", process::isolate_process(5, parent))?;
-        expect_ok("fcntl(4, F_GETFD)", unsafe { libc::fcntl(4, libc::F_GETFD) }.into())?;
-        expect_errno("fcntl(5, F_GETFD)", unsafe { libc::fcntl(5, libc::F_GETFD) }.into(), libc::EBADF)
+        for to in [4, 5, 6, 7, 8] {
+            expect_ok(&format!("dup2 to {to}"), unsafe { libc::dup2(fd as RawFd, to) }.into())?;
+        }
+        step("isolate_process", process::isolate_process(5, Some(7), parent))?;
+        let open = |fd: RawFd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
+        check_eq("open among 4..=8", [4, 5, 6, 7, 8].map(open), [true, false, false, true, false])?;
+        step("close_kept_fd", process::close_kept_fd(7))?;
+        expect_errno("fcntl(7, F_GETFD)", unsafe { libc::fcntl(7, libc::F_GETFD) }.into(), libc::EBADF)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
 
 /// A parent that is not the one expected (ours "died" and we were reparented) is refused.
 fn process_refuses_a_wrong_parent(caller: Caller) {
-    let outcome = run(caller, || match process::isolate_process(3, 1) {
+    let outcome = run(caller, || match process::isolate_process(3, None, 1) {
         Err(ProcessError::ParentGone) => Ok(()),
         other => Err(format!("isolate_process with a wrong parent: {other:?}, expected ParentGone")),
     });
@@ -1593,6 +1599,76 @@ fn apply_private_root(caller: Caller) {
         io_ok("write /dev/null", null.and_then(|mut f| f.write_all(b"x")))?;
         // The read-only bind answers before Landlock does.
         expect_io_errno("write /usr (read-only bind)", fs::write("/usr/lockdown-layers", "x"), libc::EROFS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+}
+
+/// A private root copied from a template (`lockdown::root_template`, root only): the
+/// child sees the policy's root as if it had built it, its own workspace with its quota,
+/// and nothing of a sibling's workspace; the template's fd is gone after the lockdown.
+#[test]
+fn apply_private_root_from_a_template() {
+    let caller = Caller::Root;
+    let ws = Workspace::new(caller.sandbox_identity());
+    let (own, sibling) = (ws.root.join("ws-own"), ws.root.join("ws-sibling"));
+    for dir in [&own, &sibling] {
+        fs::create_dir(dir).unwrap();
+        std::os::unix::fs::chown(dir, Some(RUN_AS.uid), Some(RUN_AS.gid)).unwrap();
+    }
+    let policy_for = |workspace: &Path| {
+        let mut policy = realistic_policy(caller, &ws);
+        policy.read_write = vec![workspace.to_path_buf(), "/dev/null".into()];
+        policy.workspace_quota = Some(lockdown::WorkspaceQuota { path: workspace.to_path_buf(), bytes: 4 * MIB });
+        policy.private_root = true;
+        policy
+    };
+    let (first, policy) = (policy_for(&sibling), policy_for(&own));
+    let other_root = Policy { read_only: vec!["/usr".into()], ..policy.clone() };
+    let filters = SeccompFilters::build(policy.seccomp_profile()).unwrap();
+    let parent = this_pid();
+    let written = own.join("small");
+    let outcome = run(caller, move || {
+        // Built for the sibling's policy; it serves every workspace of the same parent.
+        let template = step("build the template", RootTemplate::build(&first))?;
+        check_eq("fits a sibling workspace's policy", template.fits(&policy), true)?;
+        check_eq("fits another root", template.fits(&other_root), false)?;
+        let fd = template.fd();
+        let applied = step("apply", lockdown::apply_with_root(&policy, &filters, parent, Some(&template)))?;
+        // Its fd was closed by the lockdown: dropping it would close it twice.
+        std::mem::forget(template);
+        check_eq("private_root, quota", (applied.private_root, applied.workspace_quota), (true, Some(4 * MIB)))?;
+        check_eq("cwd", io_ok("getcwd", std::env::current_dir())?, own.clone())?;
+        expect_errno("fcntl(template fd)", unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(), libc::EBADF)?;
+        for hidden in ["/home", "/root", "/etc/passwd", "/proc/self"] {
+            expect_io_errno(&format!("stat {hidden}"), fs::metadata(hidden), libc::ENOENT)?;
+        }
+        expect_io_errno("stat the sibling's workspace", fs::metadata(&sibling), libc::ENOENT)?;
+        io_ok("read /etc/ld.so.cache", fs::read("/etc/ld.so.cache"))?;
+        io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
+        io_ok("write 1 MiB", fs::write(own.join("small"), vec![0u8; MIB as usize]))?;
+        expect_io_errno("write 8 MiB", fs::write(own.join("big"), vec![0u8; 8 * MIB as usize]), libc::ENOSPC)?;
+        let beside = own.parent().unwrap().join("beside");
+        expect_io_errno("write beside the workspace", fs::write(beside, "x"), libc::EROFS)?;
+        expect_io_errno("write /usr (read-only overlay)", fs::write("/usr/lockdown-layers", "x"), libc::EROFS)
+    });
+    assert_eq!(outcome, Outcome::Passed);
+    assert!(!written.exists(), "the sandbox's files never reach the host directory");
+}
+
+/// A template is only offered where it can serve: not for a policy without a private
+/// root, and the same one again for a policy of the same root.
+#[test]
+fn root_templates_are_kept_per_root_and_only_for_private_roots() {
+    let ws = Workspace::new(RUN_AS);
+    let mut policy = realistic_policy(Caller::Root, &ws);
+    policy.workspace_quota = Some(lockdown::WorkspaceQuota { path: ws.root.clone(), bytes: 4 * MIB });
+    let without_private_root = policy.clone();
+    policy.private_root = true;
+    let outcome = run(Caller::Root, move || {
+        let mut templates = RootTemplates::default();
+        check_eq("without a private root", templates.for_policy(&without_private_root).is_none(), true)?;
+        let first = templates.for_policy(&policy).map(|t| t.fd()).ok_or("no template built")?;
+        check_eq("the same template again", templates.for_policy(&policy).map(|t| t.fd()), Some(first))
     });
     assert_eq!(outcome, Outcome::Passed);
 }

@@ -10,6 +10,7 @@ use crate::embedded_r::{reinit_temp_dir, EmbeddedR};
 use crate::r_api;
 use crate::workspace_files::{self, PLOT_DIR};
 use base64::Engine as _;
+use lockdown::root_template::RootTemplate;
 use lockdown::{Policy, SeccompFilters};
 use std::fs::File;
 use std::io::{self, Read};
@@ -45,7 +46,7 @@ pub fn run(
     r: &EmbeddedR,
     spec: ChildSpec<'_>,
     fds: SpawnFds<OwnedFd>,
-    filters: &SeccompFilters,
+    (filters, root): (&SeccompFilters, Option<&RootTemplate>),
     zygote: libc::pid_t,
 ) -> ! {
     let ChildSpec { policy, workspace, env, tools } = spec;
@@ -69,7 +70,7 @@ pub fn run(
     policy.keep_fds_below = VIOLATION + 1;
     policy.violation_fd = Some(VIOLATION);
     let started = std::time::Instant::now();
-    let applied = match lockdown::apply(&policy, filters, zygote) {
+    let applied = match lockdown::apply_with_root(&policy, filters, zygote, root) {
         Ok(applied) => applied,
         Err(e) => {
             report_and_exit(&ChildReport::SetupFailed { error: lockdown::command::error_chain(&e) }, SETUP_FAILED)

@@ -8,6 +8,7 @@
 use crate::embedded_r::EmbeddedR;
 use crate::or_exit;
 use crate::sandbox_child;
+use lockdown::root_template::RootTemplates;
 use lockdown::{Policy, SeccompFilters, SeccompProfile};
 use std::collections::HashMap;
 use std::io;
@@ -57,6 +58,7 @@ pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
         fatal(link, &format!("failed to become a subreaper: {}", io::Error::last_os_error()));
     }
     let mut filters: HashMap<SeccompProfile, SeccompFilters> = HashMap::new();
+    let mut roots = RootTemplates::default();
     let mut children: HashMap<libc::pid_t, Child> = HashMap::new();
     loop {
         let mut fds = [
@@ -74,7 +76,9 @@ pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
         }
         if fds[0].revents != 0 {
             match link.next_request() {
-                Ok(Some((request, passed))) => handle_request(link, r, &mut filters, &mut children, request, passed),
+                Ok(Some((request, passed))) => {
+                    handle_request(link, r, (&mut filters, &mut roots), &mut children, request, passed)
+                }
                 Ok(None) => shutdown(&children),
                 // A request we cannot parse has no id to answer; the supervisor never
                 // sends one, so it is not the supervisor we know: stop everything.
@@ -90,7 +94,7 @@ pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
 fn handle_request(
     link: &SupervisorLink,
     r: &EmbeddedR,
-    filters: &mut HashMap<SeccompProfile, SeccompFilters>,
+    (filters, roots): (&mut HashMap<SeccompProfile, SeccompFilters>, &mut RootTemplates),
     children: &mut HashMap<libc::pid_t, Child>,
     request: ZygoteRequest,
     passed: Vec<OwnedFd>,
@@ -129,6 +133,9 @@ fn handle_request(
         // each child making its own, as before: nothing is weaker for it.
         let _ = lockdown::namespaces::share_empty_network_namespace();
     }
+    // Built once per root shape (and again after a while), so the child copies its
+    // private root instead of building it; without one it builds its own, as before.
+    let root = roots.for_policy(&policy);
     // SAFETY: getpid cannot fail.
     let zygote_pid = unsafe { libc::getpid() };
     // Buffered stdio would otherwise be written twice, once by each process.
@@ -141,7 +148,7 @@ fn handle_request(
         -1 => failed(children, format!("fork failed: {}", io::Error::last_os_error())),
         0 => {
             let spec = sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools };
-            sandbox_child::run(r, spec, fds, filters, zygote_pid)
+            sandbox_child::run(r, spec, fds, (filters, root), zygote_pid)
         }
         pid => {
             drop(fds);

@@ -1,0 +1,213 @@
+//! Step 2b made once (issue #26): a private root built in a mount namespace of its own,
+//! which each child copies instead of building its own.
+//!
+//! Building a private root costs a child about half of its lockdown: a copy of the host's
+//! mount table, a tmpfs, an overlay per read-only tree, copies of small files, bind
+//! mounts of the devices, `pivot_root` and the detach of the old root, whose teardown
+//! waits for an RCU grace period (milliseconds on a busy machine). A [`RootTemplate`] is
+//! that root built once, by a helper process, in a mount namespace the zygote keeps open.
+//! A child then joins it (`setns`) and makes a private copy (`unshare(CLONE_NEWNS)`
+//! copies only the template's dozen mounts), and mounts its own workspace in the copy:
+//! two tmpfs mounts instead of everything above.
+//!
+//! What a child sees is the same root: the same trees as the same read-only overlays,
+//! the same copies, the same devices, its workspace on a tmpfs of its quota. Two things
+//! differ, both bounded by [`MAX_AGE`]: the overlays and copies are shared by the
+//! children of one template, so a host change to a read-only tree may show only in a
+//! template built after it (overlayfs keeps what it looked up, missing entries
+//! included), as it already did for a pre-forked child that waited; and the children
+//! share the overlays' superblocks, as they share the host's through the overlays.
+//!
+//! Only root uses templates: joining a mount namespace needs `CAP_SYS_ADMIN` over the
+//! user namespace that owns it, and a child without root makes its own user namespace
+//! first.
+
+use crate::errors::NamespaceError;
+use crate::mounts;
+use crate::policy::{Identity, Policy, VisibleOnly, WorkspaceQuota};
+use crate::sys;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a template serves new children before it is built again, so that a host
+/// change to a read-only tree (a package installed) reaches new sandboxes within this
+/// time. A build costs about as much as one child's own root.
+pub const MAX_AGE: Duration = Duration::from_secs(10);
+
+/// Everything of a policy that shapes its private root, but the workspace itself: the
+/// policies of one shape share a template.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RootShape {
+    read_only: Vec<PathBuf>,
+    executable: Vec<PathBuf>,
+    read_write: Vec<PathBuf>,
+    visible_only: Vec<VisibleOnly>,
+    workspace_parent: PathBuf,
+}
+
+impl RootShape {
+    /// The shape of `policy`'s private root; `None` when it has none a template can give
+    /// (no private root, no workspace quota, no namespaces, or best effort, which may go
+    /// without the mount namespace).
+    pub fn of(policy: &Policy) -> Option<RootShape> {
+        let quota = policy.workspace_quota.as_ref()?;
+        if !policy.private_root || !policy.namespaces || policy.best_effort {
+            return None;
+        }
+        Some(RootShape {
+            read_only: policy.read_only.clone(),
+            executable: policy.executable.clone(),
+            read_write: policy.read_write.iter().filter(|p| **p != quota.path).cloned().collect(),
+            visible_only: policy.visible_only.clone(),
+            workspace_parent: quota.path.parent()?.to_path_buf(),
+        })
+    }
+}
+
+/// A private root built once, in a mount namespace held open by `namespace`.
+#[derive(Debug)]
+pub struct RootTemplate {
+    namespace: OwnedFd,
+    shape: RootShape,
+    built: Instant,
+}
+
+impl RootTemplate {
+    /// Build `policy`'s private root in a new mount namespace, in a helper process forked
+    /// for it (the caller's own mounts never change). The caller must be root and
+    /// single-threaded (it forks and the helper runs on).
+    pub fn build(policy: &Policy) -> Result<RootTemplate, NamespaceError> {
+        let shape = RootShape::of(policy).ok_or_else(|| build_failed(io::Error::other("no private root to share")))?;
+        let quota = policy.workspace_quota.as_ref().expect("RootShape::of checked the quota");
+        let (report_read, report_write) = pipe()?;
+        let (hold_read, hold_write) = pipe()?;
+        // SAFETY: the caller is single-threaded (the zygote), so the helper is a complete
+        // copy; it only builds the root, reports and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(build_failed(io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            drop((report_read, hold_write));
+            let outcome = build_in_helper(policy, &shape, quota);
+            let message = match &outcome {
+                Ok(()) => String::new(),
+                Err(e) => crate::command::error_chain(e),
+            };
+            let mut report = std::fs::File::from(report_write);
+            let _ = report.write_all(message.as_bytes());
+            drop(report);
+            // Hold the namespace until the parent has opened it (it closes `hold`).
+            let _ = std::fs::File::from(hold_read).read(&mut [0u8; 1]);
+            // SAFETY: `_exit` skips the atexit handlers of the caller's copy (R's).
+            unsafe { libc::_exit(0) }
+        }
+        drop((report_write, hold_read));
+        let mut message = String::new();
+        let read = std::fs::File::from(report_read).read_to_string(&mut message);
+        let opened = std::fs::File::open(format!("/proc/{pid}/ns/mnt"));
+        drop(hold_write);
+        let mut status = 0;
+        // SAFETY: reaping our own helper, which exits once `hold` is closed.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        read.map_err(build_failed)?;
+        if !message.is_empty() {
+            return Err(build_failed(io::Error::other(message)));
+        }
+        Ok(RootTemplate { namespace: opened.map_err(build_failed)?.into(), shape, built: Instant::now() })
+    }
+
+    /// Whether `policy`'s private root is this template's.
+    pub fn fits(&self, policy: &Policy) -> bool {
+        RootShape::of(policy).as_ref() == Some(&self.shape)
+    }
+
+    /// The fd a child joins; it must survive the lockdown's closing of inherited fds until
+    /// then (see [`crate::apply_with_root`]).
+    pub fn fd(&self) -> RawFd {
+        self.namespace.as_raw_fd()
+    }
+
+    /// In the child, as root: join the template's namespace, make a private copy of it,
+    /// and mount the workspace there. Ends in the workspace.
+    pub(crate) fn enter(&self, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+        // SAFETY: integer-only system call on an fd we hold; it changes this process's
+        // mount namespace, root and working directory, which is the point.
+        if unsafe { libc::setns(self.namespace.as_raw_fd(), libc::CLONE_NEWNS) } != 0 {
+            return Err(NamespaceError::Unshare {
+                what: "mount (join the root template)".into(),
+                source: io::Error::last_os_error(),
+            });
+        }
+        mounts::enter_mount_namespace()?;
+        mounts::mount_workspace_in_template(quota, owner)
+    }
+}
+
+/// The zygote's templates, one per root shape, each built again after [`MAX_AGE`].
+#[derive(Debug, Default)]
+pub struct RootTemplates {
+    built: Vec<RootTemplate>,
+    /// Shapes whose build failed, and when: not tried again before [`MAX_AGE`] (each
+    /// child then builds its own root, which reports the failure in its own terms).
+    failed: Vec<(RootShape, Instant)>,
+}
+
+/// At most this many templates are kept (the least recently built dropped).
+const MAX_TEMPLATES: usize = 8;
+
+impl RootTemplates {
+    /// The template for `policy`'s root, built now if there is none or it is older than
+    /// [`MAX_AGE`]; `None` when the policy has no root a template can give, when not
+    /// root, or when the build failed.
+    pub fn for_policy(&mut self, policy: &Policy) -> Option<&RootTemplate> {
+        if sys::effective_uid() != 0 {
+            return None;
+        }
+        let shape = RootShape::of(policy)?;
+        self.built.retain(|t| t.built.elapsed() < MAX_AGE);
+        self.failed.retain(|(_, at)| at.elapsed() < MAX_AGE);
+        if self.failed.iter().any(|(s, _)| *s == shape) {
+            return None;
+        }
+        if let Some(at) = self.built.iter().position(|t| t.shape == shape) {
+            return self.built.get(at);
+        }
+        match RootTemplate::build(policy) {
+            Ok(template) => {
+                if self.built.len() >= MAX_TEMPLATES {
+                    self.built.remove(0);
+                }
+                self.built.push(template);
+                self.built.last()
+            }
+            Err(_) => {
+                self.failed.push((shape, Instant::now()));
+                None
+            }
+        }
+    }
+}
+
+fn build_in_helper(policy: &Policy, shape: &RootShape, quota: &WorkspaceQuota) -> Result<(), NamespaceError> {
+    mounts::enter_mount_namespace()?;
+    sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None)
+        .map_err(|source| NamespaceError::Unshare { what: "mount (make / private)".into(), source })?;
+    mounts::enter_template_root(policy, &quota.path, &shape.workspace_parent)
+}
+
+fn build_failed(source: io::Error) -> NamespaceError {
+    NamespaceError::Unshare { what: "mount (build the root template)".into(), source }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), NamespaceError> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(build_failed(io::Error::last_os_error()));
+    }
+    // SAFETY: pipe2 just returned these two fds, owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
