@@ -212,6 +212,15 @@ pub enum LandlockError {
         #[source]
         source: landlock::PathFdError,
     },
+    /// A path opened for a rule could not be examined (`fstat`).
+    #[error("failed to examine {path} for a Landlock rule (fstat)")]
+    Stat {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The kernel enforced nothing and the policy required Landlock.
     #[error("the kernel does not enforce Landlock (ABI {kernel_abi}, need {required_abi}); pass best-effort to run without it")]
     NotEnforced {

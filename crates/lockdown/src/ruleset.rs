@@ -45,11 +45,27 @@ fn read_write_access() -> BitFlags<AccessFs> {
         & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
-fn rule(path: &Path, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, LandlockError> {
-    let fd = PathFd::new(path).map_err(|source| LandlockError::Path { path: path.to_path_buf(), source })?;
+/// The rule granting `access` beneath `path`; `None` for a path that cannot be opened
+/// when `may_be_missing` (a missing read-only path grants nothing, so skipping it loses
+/// no protection). One `open` and one `fstat` per path: the lockdown of every child runs
+/// this for each path of its policy.
+fn rule(
+    path: &Path,
+    access: BitFlags<AccessFs>,
+    may_be_missing: bool,
+) -> Result<Option<PathBeneath<PathFd>>, LandlockError> {
+    let fd = match PathFd::new(path) {
+        Ok(fd) => fd,
+        // As `Path::exists` answered before: a path we cannot open is one we cannot see.
+        Err(_) if may_be_missing => return Ok(None),
+        Err(source) => return Err(LandlockError::Path { path: path.to_path_buf(), source }),
+    };
+    let is_dir = rustix::fs::fstat(&fd)
+        .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+        .map_err(|e| LandlockError::Stat { path: path.to_path_buf(), source: e.into() })?;
     // Directory-only rights on a file are invalid; keep the ones that apply to files.
-    let access = if path.is_dir() { access } else { access & AccessFs::from_file(REQUIRED_ABI) };
-    Ok(PathBeneath::new(fd, access))
+    let access = if is_dir { access } else { access & AccessFs::from_file(REQUIRED_ABI) };
+    Ok(Some(PathBeneath::new(fd, access)))
 }
 
 /// Build and enforce the ruleset on the calling thread (and its future children).
@@ -77,15 +93,13 @@ pub fn restrict_filesystem_and_network(
     if let Some(port) = proxy_port {
         created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
     }
-    // Missing read-only paths grant nothing, so skipping them loses no protection.
-    for path in policy.read_only.iter().filter(|p| p.exists()) {
-        created = created.add_rule(rule(path, read_only_access())?)?;
-    }
-    for path in &policy.read_write {
-        created = created.add_rule(rule(path, read_write_access())?)?;
-    }
-    for path in &policy.executable {
-        created = created.add_rule(rule(path, AccessFs::Execute | AccessFs::ReadFile)?)?;
+    let rules = (policy.read_only.iter().map(|p| (p, read_only_access(), true)))
+        .chain(policy.read_write.iter().map(|p| (p, read_write_access(), false)))
+        .chain(policy.executable.iter().map(|p| (p, AccessFs::Execute | AccessFs::ReadFile, false)));
+    for (path, access, may_be_missing) in rules {
+        if let Some(rule) = rule(path, access, may_be_missing)? {
+            created = created.add_rule(rule)?;
+        }
     }
     let status = created.restrict_self()?;
     match status.ruleset {
