@@ -155,7 +155,8 @@ pub fn apply_with_root(
     }
     let address_space_now = rlimits::current_address_space()?;
 
-    process::isolate_process(policy.keep_fds_below, root.map(|r| r.fd()), parent)?;
+    let kept = root.map(root_template::RootTemplate::fds).unwrap_or_default();
+    process::isolate_process(policy.keep_fds_below, &kept, parent)?;
     let identity = if as_root { policy.run_as } else { None };
     // Root without CAP_SYS_ADMIN (a container's root) cannot create the namespaces
     // itself: it becomes the sandbox's uid first and creates them as an ordinary user
@@ -173,17 +174,27 @@ pub fn apply_with_root(
     };
     // Root's privileges for the namespace and mount steps: not after an early switch.
     let root_makes_namespaces = as_root && !early_identity;
-    let namespaces = if policy.namespaces {
-        let may_share_network = !policy.network && !policy.best_effort;
-        namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, may_share_network)?
-    } else {
-        Vec::new()
+    // A private root copied from the zygote's template (see `root_template`): as root, or
+    // without root from one built without root; never after an early switch.
+    let template = root.filter(|t| t.fits(policy) && t.without_root() != as_root && !early_identity);
+    let namespaces = match template {
+        Some(template) if !as_root => template.enter_without_root()?,
+        _ if policy.namespaces => {
+            let may_share_network = !policy.network && !policy.best_effort;
+            namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, may_share_network)?
+        }
+        _ => Vec::new(),
     };
     let workspace_quota = match &policy.workspace_quota {
-        // A mount namespace needs CAP_SYS_ADMIN: root's, or that of our user namespace.
-        Some(quota) if root_makes_namespaces && root.is_some_and(|r| r.fits(policy)) => {
-            let template = root.expect("checked by the guard");
-            template.enter(quota, identity.expect("root has a sandbox identity"))?;
+        // A template fits only a policy with a workspace quota.
+        Some(quota) if template.is_some() => {
+            let template = template.expect("checked by the guard");
+            if as_root {
+                template.copy_root()?;
+            }
+            let (uids, gids) =
+                sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
+            root_template::mount_workspace(quota, identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] }))?;
             Some(quota.bytes)
         }
         Some(quota) if root_makes_namespaces || namespaces.contains(&"user") => {
@@ -214,8 +225,8 @@ pub fn apply_with_root(
         }
         None => None,
     };
-    if let Some(template) = root {
-        process::close_kept_fd(template.fd())?;
+    for fd in kept {
+        process::close_kept_fd(fd)?;
     }
     // In the new network namespace, before the drop (bringing `lo` up needs
     // CAP_NET_ADMIN there); refused without a network namespace, best effort or not.

@@ -75,16 +75,46 @@ fn tolerated(error: &NamespaceError, best_effort: bool) -> bool {
     best_effort && matches!(error, NamespaceError::Unshare { .. })
 }
 
-fn enter_user_namespace() -> Result<(), NamespaceError> {
+pub(crate) fn enter_user_namespace() -> Result<(), NamespaceError> {
+    enter_user_namespace_with(0, None)
+}
+
+/// `unshare(CLONE_NEWUSER | also)`, then map our own uid and gid to themselves. The maps
+/// are written through `proc_dir` (this process's `/proc/<pid>`, opened earlier) when
+/// given: a process that has joined a root template sees no `/proc`.
+pub(crate) fn enter_user_namespace_with(
+    also: libc::c_int,
+    proc_dir: Option<std::os::fd::BorrowedFd<'_>>,
+) -> Result<(), NamespaceError> {
     let (uids, gids) = sys::ids().map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
-    sys::unshare(libc::CLONE_NEWUSER).map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
+    sys::unshare(libc::CLONE_NEWUSER | also)
+        .map_err(|source| NamespaceError::Unshare { what: "user".into(), source })?;
     let write = |file: &'static str, text: String| {
-        fs::write(file, text).map_err(|source| NamespaceError::IdMap { file, source })
+        let written = match proc_dir {
+            Some(dir) => rustix::fs::openat(
+                dir,
+                file.trim_start_matches("/proc/self/"),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                0.into(),
+            )
+            .map_err(std::io::Error::from)
+            .and_then(|fd| std::io::Write::write_all(&mut fs::File::from(fd), text.as_bytes())),
+            None => fs::write(file, text),
+        };
+        written.map_err(|source| NamespaceError::IdMap { file, source })
     };
     // setgroups must be denied before an unprivileged process may write gid_map.
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{0} {0} 1\n", uids[1]))?;
     write("/proc/self/gid_map", format!("{0} {0} 1\n", gids[1]))
+}
+
+/// The network, IPC and UTS namespaces, for a process already in a user namespace of
+/// its own (one that joined a root template without root).
+pub(crate) fn enter_other_namespaces() -> Result<Created, NamespaceError> {
+    let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
+    sys::unshare(flags).map_err(|source| NamespaceError::Unshare { what: "net,ipc,uts".into(), source })?;
+    Ok(std::iter::once("user").chain(OTHERS.iter().map(|(_, name)| *name)).collect())
 }
 
 #[cfg(test)]

@@ -8,13 +8,9 @@ use std::os::fd::RawFd;
 /// with one signal, and meter it as one), make it the subreaper of its descendants (an
 /// orphan is reparented to it, not to the host's init, and its CPU reaches this
 /// process's `cutime` when reaped), arm SIGKILL on parent death, and close every fd
-/// from `keep_below` up but `keep` (a root template's namespace, closed by
-/// [`close_kept_fd`] once the mount namespace is made).
-pub fn isolate_process(
-    keep_below: RawFd,
-    keep: Option<RawFd>,
-    expected_parent: libc::pid_t,
-) -> Result<(), ProcessError> {
+/// from `keep_below` up but those in `keep` (a root template's namespaces, closed by
+/// [`close_kept_fd`] once joined).
+pub fn isolate_process(keep_below: RawFd, keep: &[RawFd], expected_parent: libc::pid_t) -> Result<(), ProcessError> {
     // The zygote also calls setpgid on the child right after fork; EPERM here then means
     // "already a group leader", which getpgrp confirms.
     if let Err(e) = sys::new_process_group() {
@@ -30,13 +26,14 @@ pub fn isolate_process(
     if unsafe { libc::getppid() } != expected_parent {
         return Err(ProcessError::ParentGone);
     }
-    match keep.filter(|fd| *fd >= keep_below) {
-        Some(kept) => {
-            sys::close_fd_range(keep_below, kept - 1).map_err(ProcessError::CloseFds)?;
-            sys::close_fds_from(kept + 1).map_err(ProcessError::CloseFds)
-        }
-        None => sys::close_fds_from(keep_below).map_err(ProcessError::CloseFds),
+    let mut kept: Vec<RawFd> = keep.iter().copied().filter(|fd| *fd >= keep_below).collect();
+    kept.sort_unstable();
+    let mut first = keep_below;
+    for fd in kept {
+        sys::close_fd_range(first, fd - 1).map_err(ProcessError::CloseFds)?;
+        first = fd + 1;
     }
+    sys::close_fds_from(first).map_err(ProcessError::CloseFds)
 }
 
 /// Close the fd [`isolate_process`] kept.

@@ -18,16 +18,20 @@
 //! included), as it already did for a pre-forked child that waited; and the children
 //! share the overlays' superblocks, as they share the host's through the overlays.
 //!
-//! Only root uses templates: joining a mount namespace needs `CAP_SYS_ADMIN` over the
-//! user namespace that owns it, and a child without root makes its own user namespace
-//! first.
+//! Without root, joining a mount namespace needs `CAP_SYS_ADMIN` over the user namespace
+//! that owns it: the helper makes a user namespace first (mapping our uid to itself) and
+//! builds the root in it, and a child joins that user namespace (its owner's uid has
+//! every capability there), then the template's mount namespace, and then makes its own
+//! user namespace inside the template's, with its private copy of the root: each
+//! sandbox keeps a user namespace of its own, and the copied mounts are locked in it (a
+//! copy into a less privileged user namespace cannot be unmounted to uncover anything).
 
 use crate::errors::NamespaceError;
 use crate::mounts;
 use crate::policy::{Identity, Policy, VisibleOnly, WorkspaceQuota};
 use crate::sys;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -70,14 +74,16 @@ impl RootShape {
 #[derive(Debug)]
 pub struct RootTemplate {
     namespace: OwnedFd,
+    /// The user namespace that owns `namespace`, when built without root.
+    user_namespace: Option<OwnedFd>,
     shape: RootShape,
     built: Instant,
 }
 
 impl RootTemplate {
-    /// Build `policy`'s private root in a new mount namespace, in a helper process forked
-    /// for it (the caller's own mounts never change). The caller must be root and
-    /// single-threaded (it forks and the helper runs on).
+    /// Build `policy`'s private root in a new mount namespace (without root: in a new user
+    /// namespace too), in a helper process forked for it (the caller's own namespaces
+    /// never change). The caller must be single-threaded (it forks and the helper runs on).
     pub fn build(policy: &Policy) -> Result<RootTemplate, NamespaceError> {
         let shape = RootShape::of(policy).ok_or_else(|| build_failed(io::Error::other("no private root to share")))?;
         let quota = policy.workspace_quota.as_ref().expect("RootShape::of checked the quota");
@@ -107,7 +113,9 @@ impl RootTemplate {
         drop((report_write, hold_read));
         let mut message = String::new();
         let read = std::fs::File::from(report_read).read_to_string(&mut message);
+        let as_root = sys::effective_uid() == 0;
         let opened = std::fs::File::open(format!("/proc/{pid}/ns/mnt"));
+        let opened_user = (!as_root).then(|| std::fs::File::open(format!("/proc/{pid}/ns/user")));
         drop(hold_write);
         let mut status = 0;
         // SAFETY: reaping our own helper, which exits once `hold` is closed.
@@ -116,7 +124,12 @@ impl RootTemplate {
         if !message.is_empty() {
             return Err(build_failed(io::Error::other(message)));
         }
-        Ok(RootTemplate { namespace: opened.map_err(build_failed)?.into(), shape, built: Instant::now() })
+        Ok(RootTemplate {
+            namespace: opened.map_err(build_failed)?.into(),
+            user_namespace: opened_user.transpose().map_err(build_failed)?.map(OwnedFd::from),
+            shape,
+            built: Instant::now(),
+        })
     }
 
     /// Whether `policy`'s private root is this template's.
@@ -124,26 +137,63 @@ impl RootTemplate {
         RootShape::of(policy).as_ref() == Some(&self.shape)
     }
 
-    /// The fd a child joins; it must survive the lockdown's closing of inherited fds until
-    /// then (see [`crate::apply_with_root`]).
-    pub fn fd(&self) -> RawFd {
-        self.namespace.as_raw_fd()
+    /// The fds a child joins; they must survive the lockdown's closing of inherited fds
+    /// until then (see [`crate::apply_with_root`]).
+    pub fn fds(&self) -> Vec<RawFd> {
+        std::iter::once(&self.namespace).chain(&self.user_namespace).map(AsRawFd::as_raw_fd).collect()
     }
 
-    /// In the child, as root: join the template's namespace, make a private copy of it,
-    /// and mount the workspace there. Ends in the workspace.
-    pub(crate) fn enter(&self, quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
-        // SAFETY: integer-only system call on an fd we hold; it changes this process's
-        // mount namespace, root and working directory, which is the point.
-        if unsafe { libc::setns(self.namespace.as_raw_fd(), libc::CLONE_NEWNS) } != 0 {
-            return Err(NamespaceError::Unshare {
-                what: "mount (join the root template)".into(),
-                source: io::Error::last_os_error(),
-            });
-        }
-        mounts::enter_mount_namespace()?;
-        mounts::mount_workspace_in_template(quota, owner)
+    /// Whether it was built without root (a child without root uses only such a one).
+    pub fn without_root(&self) -> bool {
+        self.user_namespace.is_some()
     }
+
+    /// In the child, as root: join the template's mount namespace and make a private
+    /// copy of it ([`mount_workspace`] then mounts the workspace there).
+    pub(crate) fn copy_root(&self) -> Result<(), NamespaceError> {
+        join(&self.namespace, libc::CLONE_NEWNS, "mount (join the root template)")?;
+        mounts::enter_mount_namespace()
+    }
+
+    /// In the child, without root: join the template's user and mount namespaces, make a
+    /// user namespace of our own inside them with a private copy of the root, and the
+    /// network, IPC and UTS namespaces. Returns the namespaces made, as
+    /// [`crate::namespaces::enter_namespaces`] does.
+    pub(crate) fn enter_without_root(&self) -> Result<crate::namespaces::Created, NamespaceError> {
+        let Some(user) = &self.user_namespace else {
+            return Err(build_failed(io::Error::other("a template built as root serves only root")));
+        };
+        // The id maps of our own user namespace are written through /proc, which the
+        // template's root does not hold: this process's directory, opened first.
+        let proc_dir = rustix::fs::open(
+            format!("/proc/{}", std::process::id()),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            0.into(),
+        )
+        .map_err(|e| NamespaceError::Unshare { what: "user (open /proc/self)".into(), source: e.into() })?;
+        join(user, libc::CLONE_NEWUSER, "user (join the root template's)")?;
+        join(&self.namespace, libc::CLONE_NEWNS, "mount (join the root template)")?;
+        crate::namespaces::enter_user_namespace_with(libc::CLONE_NEWNS, Some(proc_dir.as_fd()))?;
+        drop(proc_dir);
+        crate::namespaces::enter_other_namespaces()
+    }
+}
+
+/// Mount the workspace in the copy of a template's root that [`RootTemplate::copy_root`]
+/// or [`RootTemplate::enter_without_root`] made. Ends in the workspace.
+pub(crate) fn mount_workspace(quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
+    mounts::mount_workspace_in_template(quota, owner)
+}
+
+/// `setns(fd, kind)`.
+fn join(fd: &OwnedFd, kind: libc::c_int, what: &str) -> Result<(), NamespaceError> {
+    // SAFETY: integer-only system call on an fd we hold; it changes this process's
+    // namespace (and for a mount namespace its root and working directory), which is
+    // the point.
+    if unsafe { libc::setns(fd.as_raw_fd(), kind) } != 0 {
+        return Err(NamespaceError::Unshare { what: what.into(), source: io::Error::last_os_error() });
+    }
+    Ok(())
 }
 
 /// The zygote's templates, one per root shape, each built again after [`MAX_AGE`].
@@ -160,12 +210,9 @@ const MAX_TEMPLATES: usize = 8;
 
 impl RootTemplates {
     /// The template for `policy`'s root, built now if there is none or it is older than
-    /// [`MAX_AGE`]; `None` when the policy has no root a template can give, when not
-    /// root, or when the build failed.
+    /// [`MAX_AGE`]; `None` when the policy has no root a template can give, or when the
+    /// build failed.
     pub fn for_policy(&mut self, policy: &Policy) -> Option<&RootTemplate> {
-        if sys::effective_uid() != 0 {
-            return None;
-        }
         let shape = RootShape::of(policy)?;
         self.built.retain(|t| t.built.elapsed() < MAX_AGE);
         self.failed.retain(|(_, at)| at.elapsed() < MAX_AGE);
@@ -192,6 +239,9 @@ impl RootTemplates {
 }
 
 fn build_in_helper(policy: &Policy, shape: &RootShape, quota: &WorkspaceQuota) -> Result<(), NamespaceError> {
+    if sys::effective_uid() != 0 {
+        crate::namespaces::enter_user_namespace()?;
+    }
     mounts::enter_mount_namespace()?;
     sys::mount(None, "/", None, libc::MS_REC | libc::MS_PRIVATE, None)
         .map_err(|source| NamespaceError::Unshare { what: "mount (make / private)".into(), source })?;

@@ -497,7 +497,7 @@ fn process_isolation(caller: Caller) {
         expect_ok("dup2 to 100", unsafe { libc::dup2(fd as RawFd, 100) }.into())?;
         check_eq("pgrp before (the harness's group)", unsafe { libc::getpgrp() } == getpid(), false)?;
 
-        step("isolate_process", process::isolate_process(3, None, parent))?;
+        step("isolate_process", process::isolate_process(3, &[], parent))?;
 
         for fd in [3, fd as RawFd, 100] {
             let rc = unsafe { libc::fcntl(fd, libc::F_GETFD) };
@@ -521,7 +521,7 @@ fn process_keeps_fds_below_the_limit(caller: Caller) {
         for to in [4, 5, 6, 7, 8] {
             expect_ok(&format!("dup2 to {to}"), unsafe { libc::dup2(fd as RawFd, to) }.into())?;
         }
-        step("isolate_process", process::isolate_process(5, Some(7), parent))?;
+        step("isolate_process", process::isolate_process(5, &[7], parent))?;
         let open = |fd: RawFd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
         check_eq("open among 4..=8", [4, 5, 6, 7, 8].map(open), [true, false, false, true, false])?;
         step("close_kept_fd", process::close_kept_fd(7))?;
@@ -532,7 +532,7 @@ fn process_keeps_fds_below_the_limit(caller: Caller) {
 
 /// A parent that is not the one expected (ours "died" and we were reparented) is refused.
 fn process_refuses_a_wrong_parent(caller: Caller) {
-    let outcome = run(caller, || match process::isolate_process(3, None, 1) {
+    let outcome = run(caller, || match process::isolate_process(3, &[], 1) {
         Err(ProcessError::ParentGone) => Ok(()),
         other => Err(format!("isolate_process with a wrong parent: {other:?}, expected ParentGone")),
     });
@@ -1447,6 +1447,7 @@ both_callers!(
     apply_full_policy,
     apply_workspace_quota,
     apply_private_root,
+    apply_private_root_from_a_template,
     apply_private_root_keeps_record_locks_private,
     apply_without_private_root_refuses_record_locks_and_by_path_metadata,
     apply_full_policy_kills_violations,
@@ -1603,17 +1604,17 @@ fn apply_private_root(caller: Caller) {
     assert_eq!(outcome, Outcome::Passed);
 }
 
-/// A private root copied from a template (`lockdown::root_template`, root only): the
-/// child sees the policy's root as if it had built it, its own workspace with its quota,
-/// and nothing of a sibling's workspace; the template's fd is gone after the lockdown.
-#[test]
-fn apply_private_root_from_a_template() {
-    let caller = Caller::Root;
-    let ws = Workspace::new(caller.sandbox_identity());
+/// A private root copied from a template (`lockdown::root_template`; without root, from
+/// one in a user namespace of its own): the child sees the policy's root as if it had
+/// built it, its own workspace with its quota, and nothing of a sibling's workspace; the
+/// template's fds are gone after the lockdown.
+fn apply_private_root_from_a_template(caller: Caller) {
+    let id = caller.sandbox_identity();
+    let ws = Workspace::new(id);
     let (own, sibling) = (ws.root.join("ws-own"), ws.root.join("ws-sibling"));
     for dir in [&own, &sibling] {
         fs::create_dir(dir).unwrap();
-        std::os::unix::fs::chown(dir, Some(RUN_AS.uid), Some(RUN_AS.gid)).unwrap();
+        std::os::unix::fs::chown(dir, Some(id.uid), Some(id.gid)).unwrap();
     }
     let policy_for = |workspace: &Path| {
         let mut policy = realistic_policy(caller, &ws);
@@ -1632,13 +1633,19 @@ fn apply_private_root_from_a_template() {
         let template = step("build the template", RootTemplate::build(&first))?;
         check_eq("fits a sibling workspace's policy", template.fits(&policy), true)?;
         check_eq("fits another root", template.fits(&other_root), false)?;
-        let fd = template.fd();
+        let fds = template.fds();
         let applied = step("apply", lockdown::apply_with_root(&policy, &filters, parent, Some(&template)))?;
-        // Its fd was closed by the lockdown: dropping it would close it twice.
+        // Its fds were closed by the lockdown: dropping it would close them twice.
         std::mem::forget(template);
         check_eq("private_root, quota", (applied.private_root, applied.workspace_quota), (true, Some(4 * MIB)))?;
+        let namespaces: Vec<String> = caller.namespaces().into_iter().map(String::from).collect();
+        check_eq("namespaces", applied.namespaces, namespaces)?;
+        check_eq("ids", ids()?, ([id.uid; 3], [id.gid; 3]))?;
+        check_eq("capabilities", capabilities()?, (0, 0))?;
         check_eq("cwd", io_ok("getcwd", std::env::current_dir())?, own.clone())?;
-        expect_errno("fcntl(template fd)", unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(), libc::EBADF)?;
+        for fd in fds {
+            expect_errno("fcntl(template fd)", unsafe { libc::fcntl(fd, libc::F_GETFD) }.into(), libc::EBADF)?;
+        }
         for hidden in ["/home", "/root", "/etc/passwd", "/proc/self"] {
             expect_io_errno(&format!("stat {hidden}"), fs::metadata(hidden), libc::ENOENT)?;
         }
@@ -1647,6 +1654,10 @@ fn apply_private_root_from_a_template() {
         io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
         io_ok("write 1 MiB", fs::write(own.join("small"), vec![0u8; MIB as usize]))?;
         expect_io_errno("write 8 MiB", fs::write(own.join("big"), vec![0u8; 8 * MIB as usize]), libc::ENOSPC)?;
+        // The template's way: the workspace's parent is a small tmpfs of the child's own.
+        let parent_fs =
+            io_ok("statvfs the parent", rustix::fs::statvfs(own.parent().unwrap()).map_err(io::Error::from))?;
+        check_eq("size of the parent's tmpfs", parent_fs.f_blocks * parent_fs.f_frsize, 64 << 10)?;
         let beside = own.parent().unwrap().join("beside");
         expect_io_errno("write beside the workspace", fs::write(beside, "x"), libc::EROFS)?;
         expect_io_errno("write /usr (read-only overlay)", fs::write("/usr/lockdown-layers", "x"), libc::EROFS)
@@ -1667,8 +1678,8 @@ fn root_templates_are_kept_per_root_and_only_for_private_roots() {
     let outcome = run(Caller::Root, move || {
         let mut templates = RootTemplates::default();
         check_eq("without a private root", templates.for_policy(&without_private_root).is_none(), true)?;
-        let first = templates.for_policy(&policy).map(|t| t.fd()).ok_or("no template built")?;
-        check_eq("the same template again", templates.for_policy(&policy).map(|t| t.fd()), Some(first))
+        let first = templates.for_policy(&policy).map(|t| t.fds()).ok_or("no template built")?;
+        check_eq("the same template again", templates.for_policy(&policy).map(|t| t.fds()), Some(first))
     });
     assert_eq!(outcome, Outcome::Passed);
 }
