@@ -143,6 +143,11 @@ impl RootTemplate {
         std::iter::once(&self.namespace).chain(&self.user_namespace).map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// When it was built (it serves new children until [`MAX_AGE`] after).
+    pub fn built_at(&self) -> Instant {
+        self.built
+    }
+
     /// Whether it was built without root (a child without root uses only such a one).
     pub fn without_root(&self) -> bool {
         self.user_namespace.is_some()

@@ -1667,7 +1667,8 @@ fn apply_private_root_from_a_template(caller: Caller) {
 }
 
 /// A template is only offered where it can serve: not for a policy without a private
-/// root, and the same one again for a policy of the same root.
+/// root, and the same one again for a policy of the same root until it is older than
+/// `MAX_AGE`.
 #[test]
 fn root_templates_are_kept_per_root_and_only_for_private_roots() {
     let ws = Workspace::new(RUN_AS);
@@ -1678,8 +1679,13 @@ fn root_templates_are_kept_per_root_and_only_for_private_roots() {
     let outcome = run(Caller::Root, move || {
         let mut templates = RootTemplates::default();
         check_eq("without a private root", templates.for_policy(&without_private_root).is_none(), true)?;
-        let first = templates.for_policy(&policy).map(|t| t.fds()).ok_or("no template built")?;
-        check_eq("the same template again", templates.for_policy(&policy).map(|t| t.fds()), Some(first))
+        let first = templates.for_policy(&policy).map(|t| t.built_at()).ok_or("no template built")?;
+        check_eq("the same template again", templates.for_policy(&policy).map(|t| t.built_at()), Some(first))?;
+        // Built again once older than MAX_AGE, so a host change to a read-only tree
+        // reaches new sandboxes within that time.
+        std::thread::sleep(lockdown::root_template::MAX_AGE + Duration::from_millis(100));
+        let again = templates.for_policy(&policy).map(|t| t.built_at()).ok_or("no template rebuilt")?;
+        check_eq("rebuilt after MAX_AGE", again > first + lockdown::root_template::MAX_AGE, true)
     });
     assert_eq!(outcome, Outcome::Passed);
 }
