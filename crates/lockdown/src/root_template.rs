@@ -111,6 +111,16 @@ impl RootTemplate {
             unsafe { libc::_exit(0) }
         }
         drop((report_write, hold_read));
+        // A root that cannot be built in time (a hung mount) must not stop the zygote,
+        // which serves every sandbox: the helper is killed, and children build their own.
+        if !readable_within(&report_read, BUILD_TIMEOUT) {
+            // SAFETY: signalling and reaping our own helper, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(build_failed(io::Error::new(io::ErrorKind::TimedOut, "the helper took too long")));
+        }
         let mut message = String::new();
         let read = std::fs::File::from(report_read).read_to_string(&mut message);
         let as_root = sys::effective_uid() == 0;
@@ -253,6 +263,24 @@ fn build_in_helper(policy: &Policy, shape: &RootShape, quota: &WorkspaceQuota) -
     mounts::enter_template_root(policy, &quota.path, &shape.workspace_parent)
 }
 
+/// How long the helper may take to build a root (~2 ms when nothing is wrong).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether `fd` has something to read (or its writer closed) within `timeout`.
+fn readable_within(fd: &OwnedFd, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+        let wait = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        match rustix::event::poll(&mut fds, Some(&wait)) {
+            Ok(n) => return n > 0,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
 fn build_failed(source: io::Error) -> NamespaceError {
     NamespaceError::Unshare { what: "mount (build the root template)".into(), source }
 }
@@ -265,4 +293,24 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), NamespaceError> {
     }
     // SAFETY: pipe2 just returned these two fds, owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait on the helper ends at the timeout when it says nothing, and at once when
+    /// it reports or closes its end.
+    #[test]
+    fn a_silent_helper_is_given_up_on_at_the_timeout() {
+        let (read, write) = pipe().unwrap();
+        let started = Instant::now();
+        assert!(!readable_within(&read, Duration::from_millis(50)));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        std::fs::File::from(write.try_clone().unwrap()).write_all(b"x").unwrap();
+        assert!(readable_within(&read, Duration::from_secs(5)));
+        let (read, write) = pipe().unwrap();
+        drop(write);
+        assert!(readable_within(&read, Duration::from_secs(5)), "a closed writer is readable (end of file)");
+    }
 }
