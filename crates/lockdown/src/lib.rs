@@ -139,9 +139,10 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     apply_with_root(policy, filters, parent, None)
 }
 
-/// [`apply`], with the private root copied from `root` when it fits the policy and the
-/// process is root (see [`root_template`]), instead of built here. `root`'s fd is kept
-/// open through step 1 and closed once the mount namespace is made, used or not.
+/// [`apply`], with the private root copied from `root` when it fits the policy (see
+/// [`root_template`]: as root from a template built as root, without root from one built
+/// without), instead of built here. `root`'s fds are kept open through step 1 and closed
+/// once the mount namespace is made, used or not: the caller must not close them again.
 pub fn apply_with_root(
     policy: &Policy,
     filters: &SeccompFilters,
