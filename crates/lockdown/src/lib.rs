@@ -195,7 +195,7 @@ pub fn apply_with_root(
             }
             let (uids, gids) =
                 sys::ids().map_err(|source| errors::NamespaceError::Unshare { what: "ids".into(), source })?;
-            root_template::mount_workspace(quota, identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] }))?;
+            mounts::mount_workspace_in_template(quota, identity.unwrap_or(Identity { uid: uids[1], gid: gids[1] }))?;
             Some(quota.bytes)
         }
         Some(quota) if root_makes_namespaces || namespaces.contains(&"user") => {

@@ -28,7 +28,7 @@
 
 use crate::errors::NamespaceError;
 use crate::mounts;
-use crate::policy::{Identity, Policy, VisibleOnly, WorkspaceQuota};
+use crate::policy::{Policy, VisibleOnly, WorkspaceQuota};
 use crate::sys;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -99,16 +99,18 @@ impl RootTemplate {
             drop((report_read, hold_write));
             let outcome = build_in_helper(policy, &shape, quota);
             let message = match &outcome {
-                Ok(()) => String::new(),
+                Ok(()) => BUILT.to_string(),
                 Err(e) => crate::command::error_chain(e),
             };
-            let mut report = std::fs::File::from(report_write);
-            let _ = report.write_all(message.as_bytes());
-            drop(report);
-            // Hold the namespace until the parent has opened it (it closes `hold`).
+            // A report that cannot be written reads as a failure to the parent (it
+            // takes only BUILT as success), so there is nothing else to do with it here.
+            let reported = std::fs::File::from(report_write).write_all(message.as_bytes());
+            // Hold the namespace until the parent has opened it (it closes `hold`); any
+            // answer, end of file or error, means the parent is done with us.
             let _ = std::fs::File::from(hold_read).read(&mut [0u8; 1]);
+            let code = if outcome.is_ok() && reported.is_ok() { 0 } else { 1 };
             // SAFETY: `_exit` skips the atexit handlers of the caller's copy (R's).
-            unsafe { libc::_exit(0) }
+            unsafe { libc::_exit(code) }
         }
         drop((report_write, hold_read));
         // A root that cannot be built in time (a hung mount) must not stop the zygote,
@@ -129,10 +131,16 @@ impl RootTemplate {
         drop(hold_write);
         let mut status = 0;
         // SAFETY: reaping our own helper, which exits once `hold` is closed.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
         read.map_err(build_failed)?;
-        if !message.is_empty() {
-            return Err(build_failed(io::Error::other(message)));
+        // Fail closed: only the helper's own word that the root is complete, and its clean
+        // exit, make a template (a helper that died half-way said nothing).
+        if message != BUILT {
+            let why = if message.is_empty() { "the helper ended without a report".into() } else { message };
+            return Err(build_failed(io::Error::other(why)));
+        }
+        if reaped != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+            return Err(build_failed(io::Error::other(format!("the helper ended with status {status:#x}"))));
         }
         Ok(RootTemplate {
             namespace: opened.map_err(build_failed)?.into(),
@@ -164,7 +172,7 @@ impl RootTemplate {
     }
 
     /// In the child, as root: join the template's mount namespace and make a private
-    /// copy of it ([`mount_workspace`] then mounts the workspace there).
+    /// copy of it ([`mounts::mount_workspace_in_template`] then mounts the workspace there).
     pub(crate) fn copy_root(&self) -> Result<(), NamespaceError> {
         join(&self.namespace, libc::CLONE_NEWNS, "mount (join the root template)")?;
         mounts::enter_mount_namespace()
@@ -192,12 +200,6 @@ impl RootTemplate {
         drop(proc_dir);
         crate::namespaces::enter_other_namespaces()
     }
-}
-
-/// Mount the workspace in the copy of a template's root that [`RootTemplate::copy_root`]
-/// or [`RootTemplate::enter_without_root`] made. Ends in the workspace.
-pub(crate) fn mount_workspace(quota: &WorkspaceQuota, owner: Identity) -> Result<(), NamespaceError> {
-    mounts::mount_workspace_in_template(quota, owner)
 }
 
 /// `setns(fd, kind)`.
@@ -262,6 +264,9 @@ fn build_in_helper(policy: &Policy, shape: &RootShape, quota: &WorkspaceQuota) -
         .map_err(|source| NamespaceError::Unshare { what: "mount (make / private)".into(), source })?;
     mounts::enter_template_root(policy, &quota.path, &shape.workspace_parent)
 }
+
+/// The helper's report when the root is complete; anything else is why it is not.
+const BUILT: &str = "built";
 
 /// How long the helper may take to build a root (~2 ms when nothing is wrong).
 const BUILD_TIMEOUT: Duration = Duration::from_secs(10);

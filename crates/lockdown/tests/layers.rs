@@ -1677,8 +1677,16 @@ fn root_templates_are_kept_per_root_and_only_for_private_roots() {
     let without_private_root = policy.clone();
     policy.private_root = true;
     let outcome = run(Caller::Root, move || {
+        // A root that cannot be built (its workspaces' parent is missing) is an error
+        // with the helper's reason, never a template.
+        let mut unbuildable = policy.clone();
+        unbuildable.workspace_quota =
+            Some(lockdown::WorkspaceQuota { path: "/lockdown-layers-absent/ws".into(), bytes: 4 * MIB });
+        let refused = RootTemplate::build(&unbuildable).err().map(|e| error_chain(&e)).unwrap_or_default();
+        check_eq("the reason names the mount", refused.contains("tmpfs root"), true)?;
         let mut templates = RootTemplates::default();
         check_eq("without a private root", templates.for_policy(&without_private_root).is_none(), true)?;
+        check_eq("unbuildable", templates.for_policy(&unbuildable).is_none(), true)?;
         let first = templates.for_policy(&policy).map(|t| t.built_at()).ok_or("no template built")?;
         check_eq("the same template again", templates.for_policy(&policy).map(|t| t.built_at()), Some(first))?;
         // Built again once older than MAX_AGE, so a host change to a read-only tree
