@@ -1645,9 +1645,23 @@ impl Run {
                     .filter(|p| p.exe.as_deref() == Some(zygote_link.as_path()))
                     .map(ProcInfo::describe)
                     .collect();
+                // Where the ready file was looked for, and what is there: the sleepers can
+                // all be up with no ready file seen (one CI run under load).
+                let names = |dir: &Path| -> std::io::Result<Vec<String>> {
+                    Ok(fs::read_dir(dir)?
+                        .filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect())
+                };
+                let looked: Vec<String> = engine_dirs(cli_pid)
+                    .into_iter()
+                    .map(|engine| {
+                        format!("{}: {:?}, ws-1: {:?}", engine.display(), names(&engine), names(&engine.join("ws-1")))
+                    })
+                    .collect();
                 panic!(
                     "the victim sandbox did not get ready within {:.0?}: the CLI {how}; its zygote processes {ours:?}; \
-                     its stderr: {:?}",
+                     its stderr: {:?}; engine directories {looked:?}",
                     started.elapsed(),
                     fs::read_to_string(&stderr_path).unwrap_or_default()
                 );
