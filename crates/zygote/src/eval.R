@@ -77,6 +77,7 @@
 # `warm = FALSE` skips warming graphics and the evaluation path (about 170 ms): right
 # for a zygote that forks once (the CLI's eval), wrong for one that forks many times.
 rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
+  .rsb_resolve_routines()
   for (pkg in as.character(preload)) {
     # Re-signal with the package name up front: some load failures (a broken
     # dependency, a missing shared library) do not name the package asked for.
@@ -133,6 +134,16 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
   # without growing its address space, i.e. beyond its memory limit.
   gc()
   invisible(NULL)
+}
+
+# The host's routines, resolved once here for every child. `.Call("name")` would look
+# the name up on each call, in every loaded library, the graphics modules' ~70
+# dependencies first (R searches the last loaded first): in a fresh child that is a page
+# fault per library, and tens of microseconds in every session's execute.
+.rsb_resolve_routines <- function() {
+  names <- c(emit = "rsandbox_emit", request_values = "rsandbox_request_values",
+             tool_call = "rsandbox_tool_call")
+  .rsb_state$routines <- lapply(names, getNativeSymbolInfo, PACKAGE = "(embedding)")
 }
 
 # Run the evaluation path once, so every lazily loaded function it touches
@@ -346,7 +357,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   log <- list(
     message = function(text) {
       messages$push(text)
-      if (stream) .Call("rsandbox_emit", "message", text)
+      if (stream) .Call(.rsb_state$routines$emit, "message", text)
     },
     warning = function(text, call) {
       warning_messages$push(text)
@@ -354,7 +365,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
       if (stream) {
         shown <- if (is.na(call)) paste0("Warning message:\n", text, "\n")
                  else paste0("Warning message:\nIn ", call, " : ", text, "\n")
-        .Call("rsandbox_emit", "warning", shown)
+        .Call(.rsb_state$routines$emit, "warning", shown)
       }
     }
   )
@@ -1130,7 +1141,7 @@ rsandbox_allow <- function(names) {
 .rsb_typed_max_depth <- 64L
 
 .rsb_request_values <- function() {
-  tryCatch(.Call("rsandbox_request_values"), error = function(e) list(globals = NULL, typed = FALSE))
+  tryCatch(.Call(.rsb_state$routines$request_values), error = function(e) list(globals = NULL, typed = FALSE))
 }
 
 # All decoded before any is bound: a request's globals are bound all or none.

@@ -52,7 +52,7 @@ rsandbox_define_tools <- function(tools) {
 
 .rsb_call_tool <- function(name, args, call) {
   json <- if (length(args) == 0L) "{}" else rsandbox_to_json(args)
-  reply <- .Call("rsandbox_tool_call", name, json)
+  reply <- .Call(.rsb_state$routines$tool_call, name, json)
   if (!is.null(reply$error)) stop(simpleError(reply$error, call))
   reply$value
 }
