@@ -43,6 +43,8 @@ pub struct Zygote {
     alive: Arc<AtomicBool>,
     next_req: AtomicU64,
     info: ZygoteInfo,
+    /// Its PSS per resident byte: its children's meters start from it.
+    pss_share: crate::meter::PssShare,
 }
 
 /// Where `rsandbox-zygote` is: explicit path, `$RSANDBOX_ZYGOTE`, or beside this
@@ -148,12 +150,18 @@ impl Zygote {
         let alive = Arc::new(AtomicBool::new(true));
         let process = Arc::new(Mutex::new(process));
         spawn_router(link.clone(), routes.clone(), alive.clone(), process.clone());
-        Ok(Zygote { link, process, routes, alive, next_req: AtomicU64::new(1), info })
+        let pss_share = crate::meter::PssShare::of_zygote(info.pid as i32);
+        Ok(Zygote { link, process, routes, alive, next_req: AtomicU64::new(1), info, pss_share })
     }
 
     /// What the zygote reported at start-up.
     pub fn info(&self) -> &ZygoteInfo {
         &self.info
+    }
+
+    /// What its children's meters start from.
+    pub fn pss_share(&self) -> &crate::meter::PssShare {
+        &self.pss_share
     }
 
     /// Whether the zygote is still serving.

@@ -306,7 +306,7 @@ impl SandboxChild {
         }
         // Fail closed: a sandbox whose processes cannot be counted together would have
         // per-process limits only.
-        let meter = Meter::new(pid)
+        let meter = Meter::for_child(pid, zygote.pss_share())
             .map_err(|e| EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")))?;
         child.meter = Some(meter);
         Ok(child)
