@@ -270,7 +270,8 @@ fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
 }
 
 fn block_sigchld_into_signalfd() -> io::Result<OwnedFd> {
-    // SAFETY: sigset operations on a local, then sigprocmask/signalfd with valid pointers.
+    // SAFETY: sigset operations on locals, then sigprocmask/signalfd/sigaction with valid
+    // pointers (a zeroed sigaction is valid storage, filled in before use).
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
@@ -282,7 +283,18 @@ fn block_sigchld_into_signalfd() -> io::Result<OwnedFd> {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(OwnedFd::from_raw_fd(fd))
+        let fd = OwnedFd::from_raw_fd(fd);
+        // Exits only: the supervisor stops a session's R after every request and
+        // continues it at the next, and each stop and continue would otherwise wake the
+        // zygote (twice per request, on a CPU the request needs) for nothing to reap.
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        action.sa_flags = libc::SA_NOCLDSTOP;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fd)
     }
 }
 
