@@ -340,6 +340,14 @@ pub fn kill_others(meter: &Meter) -> io::Result<usize> {
 mod tests {
     use super::*;
 
+    /// A pipe for a forked test process: (read end, write end).
+    fn pipe() -> (i32, i32) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills the two fds.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        (fds[0], fds[1])
+    }
+
     #[test]
     fn stat_lines_parse_past_hostile_command_names() {
         let line = "1234 (a) b (c) 5 6) S 1 777 777 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 100 0 0";
@@ -352,12 +360,7 @@ mod tests {
         // A "zygote" (a process of its own, so the test's threads are not in it) that
         // touches 32 MiB and forks a child; both wait. The child's baseline estimated
         // from counters and the zygote's ratio, against a walk of its page tables.
-        let (go_r, go_w) = {
-            let mut fds = [0; 2];
-            // SAFETY: a pipe into a valid array.
-            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-            (fds[0], fds[1])
-        };
+        let (go_r, go_w) = pipe();
         // SAFETY: the forked processes call only mmap, memset, fork, setpgid, write and pause
         // (no allocation, no lock) and are killed below.
         let zygote = unsafe { libc::fork() };
@@ -412,12 +415,7 @@ mod tests {
     fn a_child_reaped_between_two_looks_is_company() {
         // A leader in a group of its own that makes one child burning ~200 ms of CPU,
         // reaps it, then waits to be killed.
-        let (go_r, go_w) = {
-            let mut fds = [0; 2];
-            // SAFETY: pipe fills the two fds.
-            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-            (fds[0], fds[1])
-        };
+        let (go_r, go_w) = pipe();
         // SAFETY: the child only forks, spins, waits and reads a pipe; it is killed below.
         let leader = unsafe { libc::fork() };
         if leader == 0 {
