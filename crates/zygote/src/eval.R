@@ -5,6 +5,7 @@
 # shadow the functions below. Only base functions are used unqualified;
 # everything else is reached through `pkg::`. Entry points:
 #
+#   .rsb_resolve_routines()           once, in the zygote, after it registers its routines
 #   rsandbox_prepare_zygote(preload)  once, in the zygote, before forking
 #   rsandbox_eval(code, plot_dir, stream, echo)  per request in a forked child; returns JSON
 #   rsandbox_allow(names)             the profile's function allowlist (once per child)
@@ -77,7 +78,6 @@
 # `warm = FALSE` skips warming graphics and the evaluation path (about 170 ms): right
 # for a zygote that forks once (the CLI's eval), wrong for one that forks many times.
 rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
-  .rsb_resolve_routines()
   for (pkg in as.character(preload)) {
     # Re-signal with the package name up front: some load failures (a broken
     # dependency, a missing shared library) do not name the package asked for.
@@ -136,14 +136,16 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
   invisible(NULL)
 }
 
-# The host's routines, resolved once here for every child. `.Call("name")` would look
-# the name up on each call, in every loaded library, the graphics modules' ~70
-# dependencies first (R searches the last loaded first): in a fresh child that is a page
-# fault per library, and tens of microseconds in every session's execute.
+# The host's routines, resolved once in the zygote (right after it registers them, before
+# the preparation above) for every child. `.Call("name")` would look the name up on each
+# call, in every loaded library, the graphics modules' ~70 dependencies first (R searches
+# the last loaded first): in a fresh child that is a page fault per library, and tens of
+# microseconds in every session's execute.
 .rsb_resolve_routines <- function() {
   names <- c(emit = "rsandbox_emit", request_values = "rsandbox_request_values",
              tool_call = "rsandbox_tool_call")
   .rsb_state$routines <- lapply(names, getNativeSymbolInfo, PACKAGE = "(embedding)")
+  invisible(NULL)
 }
 
 # Run the evaluation path once, so every lazily loaded function it touches

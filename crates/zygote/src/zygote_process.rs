@@ -25,6 +25,7 @@ pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, Ready), Strin
     }
     let r = EmbeddedR::start().map_err(|e| format!("failed to start R: {e}"))?;
     crate::tool_calls::register_native_routines();
+    r.eval_strings(".rsb_resolve_routines()").map_err(|e| format!("failed to find the host's routines: {e}"))?;
     let list = preload.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ");
     let warm = if warm { "TRUE" } else { "FALSE" };
     r.eval_strings(&format!("rsandbox_prepare_zygote(c({list}), warm = {warm})"))
