@@ -75,8 +75,11 @@ pub struct Meter {
 
 impl Meter {
     /// A meter for the group led by `leader`, with its current memory as the baseline
-    /// (with PSS, read by walking its page tables).
-    pub fn new(leader: i32) -> io::Result<Meter> {
+    /// (with PSS, read by walking its page tables): the reference the tests hold
+    /// [`Meter::for_child`]'s estimate against, and the meter of a group that is no
+    /// zygote's child.
+    #[cfg(test)]
+    fn new(leader: i32) -> io::Result<Meter> {
         Meter::with_baseline(leader, |meter| meter.memory_of(leader))
     }
 
