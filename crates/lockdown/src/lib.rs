@@ -241,7 +241,9 @@ pub fn apply_with_root(
     }
     // Already the sandbox's uid (and, in its user namespace, no longer allowed
     // `setgroups`): only the capabilities, the bounding set and no_new_privs are left.
-    privileges::drop_privileges(if early_identity { None } else { identity })?;
+    // As root without an early switch no user namespace was entered above, so a bounding
+    // set the zygote emptied (`privileges::empty_bounding_set`) is still empty here.
+    privileges::drop_privileges(if early_identity { None } else { identity }, root_makes_namespaces)?;
     // A learning sandbox stays dumpable: an unprivileged supervisor reads the paths of
     // its file calls from its memory (see `observe`). Started as root it is not: the
     // identity switch cleared the flag, and root's supervisor needs none.

@@ -630,7 +630,7 @@ fn privileges_are_dropped(caller: Caller) {
         let (_, permitted) = capabilities()?;
         check_eq("capabilities before the drop", permitted != 0, true)?;
 
-        step("drop_privileges", privileges::drop_privileges(caller.run_as()))?;
+        step("drop_privileges", privileges::drop_privileges(caller.run_as(), false))?;
 
         let id = caller.sandbox_identity();
         check_eq("ids", ids()?, ([id.uid; 3], [id.gid; 3]))?;
@@ -661,7 +661,7 @@ fn privileges_are_dropped(caller: Caller) {
 #[test]
 fn privileges_of_a_plain_user() {
     let outcome = run(Caller::User, || {
-        step("drop_privileges", privileges::drop_privileges(None))?;
+        step("drop_privileges", privileges::drop_privileges(None, false))?;
         check_eq("ids", ids()?, ([USER.uid; 3], [USER.gid; 3]))?;
         check_eq("capabilities", capabilities()?, (0, 0))?;
         check_eq("no_new_privs", prctl_get("PR_GET_NO_NEW_PRIVS", libc::PR_GET_NO_NEW_PRIVS)?, 1)?;
@@ -674,7 +674,7 @@ fn privileges_of_a_plain_user() {
 /// to report success while a uid is still 0.
 #[test]
 fn privileges_refuse_to_leave_root_in_place() {
-    let outcome = run(Caller::Root, || match privileges::drop_privileges(None) {
+    let outcome = run(Caller::Root, || match privileges::drop_privileges(None, false) {
         Err(PrivilegeError::Verification(what)) => check_eq("verification", what.as_str(), "a uid is still 0"),
         other => Err(format!("drop_privileges(None) as root: {other:?}, expected Verification")),
     });

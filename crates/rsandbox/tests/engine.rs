@@ -867,3 +867,40 @@ fn root_children_share_one_empty_network_namespace_not_the_hosts() {
     assert_eq!(probe.outcome, Outcome::Ok, "{probe:?}");
     assert_eq!(probe.value, json!(true), "{probe:?}");
 }
+
+/// The capability sets of a process, from `/proc/PID/status` (`CapInh` .. `CapAmb`).
+fn capability_sets(pid: u32) -> Vec<(String, u64)> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix("Cap"))
+        .filter_map(|rest| rest.split_once(':'))
+        .map(|(set, hex)| (set.to_string(), u64::from_str_radix(hex.trim(), 16).unwrap()))
+        .collect()
+}
+
+/// Every sandbox ends with no capability at all, its bounding set included, whether it
+/// emptied the bounding set itself or inherited it empty from the zygote (as root, the
+/// zygote empties its own once and keeps its effective capabilities).
+#[test]
+fn a_sandbox_holds_no_capability_and_an_empty_bounding_set() {
+    let e = engine();
+    let s = e.session(EvalOptions::default(), vec![]).unwrap();
+    assert_eq!(s.execute("1+1", &quick()).unwrap().value, json!(2));
+    let zygote = e.info().pid;
+    let children = std::fs::read_to_string(format!("/proc/{zygote}/task/{zygote}/children")).unwrap();
+    let children: Vec<u32> = children.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert!(!children.is_empty(), "the session's sandbox is a child of the zygote");
+    for child in children {
+        let sets = capability_sets(child);
+        if sets.is_empty() {
+            continue; // reaped meanwhile (another test's sandbox)
+        }
+        assert_eq!(sets.len(), 5, "{sets:?}");
+        assert!(sets.iter().all(|(_, bits)| *bits == 0), "sandbox {child}: {sets:?}");
+    }
+    if unsafe { libc::geteuid() } == 0 {
+        let zygote_sets = capability_sets(zygote);
+        assert!(zygote_sets.contains(&("Bnd".to_string(), 0)), "the zygote's bounding set: {zygote_sets:?}");
+    }
+}

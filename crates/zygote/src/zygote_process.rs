@@ -58,6 +58,13 @@ pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         fatal(link, &format!("failed to become a subreaper: {}", io::Error::last_os_error()));
     }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // Once, before the first fork: every root child inherits an empty bounding set
+        // instead of emptying its own (see the function). A refusal (a container without
+        // CAP_SETPCAP) leaves each child emptying its own, as before, and failing as it would.
+        let _ = lockdown::privileges::empty_bounding_set();
+    }
     let mut filters: HashMap<SeccompProfile, SeccompFilters> = HashMap::new();
     let mut roots = RootTemplates::default();
     let mut children: HashMap<libc::pid_t, Child> = HashMap::new();
