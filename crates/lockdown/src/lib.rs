@@ -157,7 +157,9 @@ pub fn apply_with_root(
     let address_space_now = rlimits::current_address_space()?;
 
     let kept = root.map(root_template::RootTemplate::fds).unwrap_or_default();
-    process::isolate_process(policy.keep_fds_below, &kept, parent)?;
+    let opened_paths = root.map(root_template::RootTemplate::opened_paths).unwrap_or_default();
+    let kept_through_landlock: Vec<std::os::fd::RawFd> = opened_paths.iter().map(ruleset::OpenedPath::raw_fd).collect();
+    process::isolate_process(policy.keep_fds_below, &[&kept[..], &kept_through_landlock[..]].concat(), parent)?;
     let identity = if as_root { policy.run_as } else { None };
     // Root without CAP_SYS_ADMIN (a container's root) cannot create the namespaces
     // itself: it becomes the sandbox's uid first and creates them as an ordinary user
@@ -250,7 +252,12 @@ pub fn apply_with_root(
     if !policy.learning {
         process::make_non_dumpable()?;
     }
-    let landlock = ruleset::restrict_filesystem_and_network(policy, proxy_port)?;
+    // The template's paths name what a copy of its root holds: only for a child that made one.
+    let opened_paths = if template.is_some() { opened_paths } else { &[] };
+    let landlock = ruleset::restrict_filesystem_and_network(policy, proxy_port, opened_paths)?;
+    for fd in kept_through_landlock {
+        process::close_kept_fd(fd)?;
+    }
     rlimits::apply_limits(&policy.limits, address_space_now)?;
     let private_root = workspace_quota.is_some() && policy.private_root;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {

@@ -29,6 +29,7 @@
 use crate::errors::NamespaceError;
 use crate::mounts;
 use crate::policy::{Policy, VisibleOnly, WorkspaceQuota};
+use crate::ruleset::OpenedPath;
 use crate::sys;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -78,6 +79,9 @@ pub struct RootTemplate {
     user_namespace: Option<OwnedFd>,
     shape: RootShape,
     built: Instant,
+    /// The Landlock rules' paths opened in the template's root, but those a child mounts
+    /// over (its workspace and everything beneath the workspace's parent).
+    opened_paths: Vec<OpenedPath>,
 }
 
 impl RootTemplate {
@@ -128,6 +132,7 @@ impl RootTemplate {
         let as_root = sys::effective_uid() == 0;
         let opened = std::fs::File::open(format!("/proc/{pid}/ns/mnt"));
         let opened_user = (!as_root).then(|| std::fs::File::open(format!("/proc/{pid}/ns/user")));
+        let opened_paths = if message == BUILT { open_rule_paths(pid, &shape) } else { Vec::new() };
         drop(hold_write);
         let mut status = 0;
         // SAFETY: reaping our own helper, which exits once `hold` is closed.
@@ -147,7 +152,14 @@ impl RootTemplate {
             user_namespace: opened_user.transpose().map_err(build_failed)?.map(OwnedFd::from),
             shape,
             built: Instant::now(),
+            opened_paths,
         })
+    }
+
+    /// The Landlock rules' paths opened in this root (see [`OpenedPath`]); like
+    /// [`Self::fds`], kept open by a child until its Landlock step, then closed.
+    pub fn opened_paths(&self) -> &[OpenedPath] {
+        &self.opened_paths
     }
 
     /// Whether `policy`'s private root is this template's.
@@ -253,6 +265,29 @@ impl RootTemplates {
             }
         }
     }
+}
+
+/// The rules' paths of `shape` opened in the root of the helper `pid` (the template's
+/// root, through `/proc/PID/root`), but those beneath the workspace's parent, which each
+/// child mounts over. A path that does not open is left to the child, which opens it
+/// itself and fails or skips it as it always did: nothing is granted that the child
+/// would not grant.
+fn open_rule_paths(pid: libc::pid_t, shape: &RootShape) -> Vec<OpenedPath> {
+    let Ok(root) = rustix::fs::open(
+        format!("/proc/{pid}/root"),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        0.into(),
+    ) else {
+        return Vec::new();
+    };
+    shape
+        .read_only
+        .iter()
+        .chain(&shape.executable)
+        .chain(&shape.read_write)
+        .filter(|path| !path.starts_with(&shape.workspace_parent))
+        .filter_map(|path| OpenedPath::open_in(root.as_fd(), path).ok())
+        .collect()
 }
 
 fn build_in_helper(policy: &Policy, shape: &RootShape, quota: &WorkspaceQuota) -> Result<(), NamespaceError> {

@@ -14,7 +14,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 
 /// The ABI whose every feature the sandbox relies on: V6 adds signal and abstract
 /// unix socket scoping (Linux 6.12); V5 device ioctls; V4 TCP.
@@ -45,6 +46,51 @@ fn read_write_access() -> BitFlags<AccessFs> {
         & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
+/// A rule's path opened once, ahead of the children that use it: by the zygote in a root
+/// template's root (see [`crate::root_template`]), so that a child copying that root adds
+/// its rule for the path without an `open` and an `fstat` of its own (a fifth of its
+/// Landlock step). A rule names an inode, and the child's copy of the root mounts the
+/// same file systems as the template, so the fd grants in the copy what a path opened
+/// there would.
+#[derive(Debug)]
+pub struct OpenedPath {
+    path: PathBuf,
+    fd: OwnedFd,
+    is_dir: bool,
+}
+
+impl OpenedPath {
+    /// `path` opened (`O_PATH`) beneath `root`, resolved as if `root` were `/`
+    /// (`RESOLVE_IN_ROOT`: a symlink cannot lead out of it).
+    pub fn open_in(root: BorrowedFd<'_>, path: &Path) -> std::io::Result<OpenedPath> {
+        use rustix::fs::{OFlags, ResolveFlags};
+        let fd = rustix::fs::openat2(
+            root,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            0.into(),
+            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+        )?;
+        let is_dir = rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode).is_dir();
+        Ok(OpenedPath { path: path.to_path_buf(), fd, is_dir })
+    }
+
+    /// Its fd, which a child keeps open through the lockdown's closing of inherited fds
+    /// until its Landlock step, and closes then.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Directory-only rights on a file are invalid; keep the ones that apply to files.
+fn access_for(access: BitFlags<AccessFs>, is_dir: bool) -> BitFlags<AccessFs> {
+    if is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(REQUIRED_ABI)
+    }
+}
+
 /// The rule granting `access` beneath `path`; `None` for a path that cannot be opened
 /// when `may_be_missing` (a missing read-only path grants nothing, so skipping it loses
 /// no protection). One `open` and one `fstat` per path: the lockdown of every child runs
@@ -63,16 +109,16 @@ fn rule(
     let is_dir = rustix::fs::fstat(&fd)
         .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
         .map_err(|e| LandlockError::Stat { path: path.to_path_buf(), source: e.into() })?;
-    // Directory-only rights on a file are invalid; keep the ones that apply to files.
-    let access = if is_dir { access } else { access & AccessFs::from_file(REQUIRED_ABI) };
-    Ok(Some(PathBeneath::new(fd, access)))
+    Ok(Some(PathBeneath::new(fd, access_for(access, is_dir))))
 }
 
 /// Build and enforce the ruleset on the calling thread (and its future children).
-/// `proxy_port`: the one TCP port a network-by-proxy sandbox may connect to.
+/// `proxy_port`: the one TCP port a network-by-proxy sandbox may connect to. `opened`:
+/// paths of the policy already opened in the root this process sees (empty when none).
 pub fn restrict_filesystem_and_network(
     policy: &Policy,
     proxy_port: Option<u16>,
+    opened: &[OpenedPath],
 ) -> Result<LandlockEnforcement, LandlockError> {
     let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
     // Say plainly that the kernel lacks Landlock, rather than which access rights the
@@ -97,7 +143,9 @@ pub fn restrict_filesystem_and_network(
         .chain(policy.read_write.iter().map(|p| (p, read_write_access(), false)))
         .chain(policy.executable.iter().map(|p| (p, AccessFs::Execute | AccessFs::ReadFile, false)));
     for (path, access, may_be_missing) in rules {
-        if let Some(rule) = rule(path, access, may_be_missing)? {
+        if let Some(known) = opened.iter().find(|known| known.path == *path) {
+            created = created.add_rule(PathBeneath::new(known.fd.as_fd(), access_for(access, known.is_dir)))?;
+        } else if let Some(rule) = rule(path, access, may_be_missing)? {
             created = created.add_rule(rule)?;
         }
     }

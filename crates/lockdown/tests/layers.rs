@@ -799,7 +799,8 @@ fn landlock_policy(ws: &Workspace) -> Policy {
 }
 
 fn restrict(policy: &Policy) -> Check {
-    let enforced = step("restrict_filesystem_and_network", ruleset::restrict_filesystem_and_network(policy, None))?;
+    let enforced =
+        step("restrict_filesystem_and_network", ruleset::restrict_filesystem_and_network(policy, None, &[]))?;
     check_eq("Landlock enforcement", enforced, LandlockEnforcement::Full)
 }
 
@@ -1633,7 +1634,10 @@ fn apply_private_root_from_a_template(caller: Caller) {
         let template = step("build the template", RootTemplate::build(&first))?;
         check_eq("fits a sibling workspace's policy", template.fits(&policy), true)?;
         check_eq("fits another root", template.fits(&other_root), false)?;
-        let fds = template.fds();
+        // The rules' paths opened once in the template's root (all but the workspace's).
+        let opened: Vec<_> = template.opened_paths().iter().map(|p| p.raw_fd()).collect();
+        check_eq("paths opened in the template", opened.len() + 1, policy.read_only.len() + policy.read_write.len())?;
+        let fds = [template.fds(), opened].concat();
         let applied = step("apply", lockdown::apply_with_root(&policy, &filters, parent, Some(&template)))?;
         // Its fds were closed by the lockdown: dropping it would close them twice.
         std::mem::forget(template);
@@ -1652,6 +1656,11 @@ fn apply_private_root_from_a_template(caller: Caller) {
         expect_io_errno("stat the sibling's workspace", fs::metadata(&sibling), libc::ENOENT)?;
         io_ok("read /etc/ld.so.cache", fs::read("/etc/ld.so.cache"))?;
         io_ok("list /usr/lib", fs::read_dir("/usr/lib"))?;
+        // Granted by rules made from the template's opened paths: a file, read-write.
+        io_ok(
+            "write /dev/null",
+            fs::OpenOptions::new().write(true).open("/dev/null").and_then(|mut f| f.write_all(b"x")),
+        )?;
         io_ok("write 1 MiB", fs::write(own.join("small"), vec![0u8; MIB as usize]))?;
         expect_io_errno("write 8 MiB", fs::write(own.join("big"), vec![0u8; 8 * MIB as usize]), libc::ENOSPC)?;
         // The template's way: the workspace's parent is a small tmpfs of the child's own.
