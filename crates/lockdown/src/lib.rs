@@ -183,8 +183,7 @@ pub fn apply_with_root(
     let namespaces = match template {
         Some(template) if !as_root => template.enter_without_root()?,
         _ if policy.namespaces => {
-            let may_share_network = !policy.network && !policy.best_effort;
-            namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, may_share_network)?
+            namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, policy.network)?
         }
         _ => Vec::new(),
     };

@@ -14,35 +14,44 @@ pub type Created = Vec<&'static str>;
 const OTHERS: [(libc::c_int, &str); 3] =
     [(libc::CLONE_NEWNET, "net"), (libc::CLONE_NEWIPC, "ipc"), (libc::CLONE_NEWUTS, "uts")];
 
-/// Set in a process that [`share_empty_network_namespace`] moved into an empty network
-/// namespace of its own; its forks inherit the flag with the namespace.
-static IN_SHARED_EMPTY_NETWORK: AtomicBool = AtomicBool::new(false);
+/// Set in a process that [`share_empty_namespaces`] moved into empty network, IPC and
+/// UTS namespaces of its own; its forks inherit the flag with the namespaces.
+static IN_SHARED_EMPTY_NAMESPACES: AtomicBool = AtomicBool::new(false);
 
-/// Move the calling process (the zygote, as root, once) into a new, empty network
-/// namespace that every child it forks afterwards inherits, so that
-/// [`enter_namespaces`] need not make one per child: creating a network namespace
-/// costs ~0.5 ms of CPU (its loopback device and sysctl tables) plus its teardown on the
-/// kernel's cleanup worker, the largest part of a child's lockdown after the mounts.
-/// Sharing an empty one loses nothing while the network is off: no sandbox can create a
-/// socket (seccomp), the sockets it has are socketpairs of the host's namespace, and
+/// Move the calling process (the zygote, as root, once) into new network, IPC and UTS
+/// namespaces that every child it forks afterwards inherits, so that [`enter_namespaces`]
+/// need not make them per child: creating a network namespace costs ~0.5 ms of CPU (its
+/// loopback device and sysctl tables) plus its teardown on the kernel's cleanup worker,
+/// and an IPC namespace ~80 µs (its message-queue file system), the largest parts of a
+/// child's lockdown after the mounts.
+///
+/// Sharing them loses nothing while seccomp is enforced: no sandbox can create a socket
+/// with the network off, the sockets it has are socketpairs of the host's namespace, and
 /// abstract unix sockets, the one thing a network namespace would still keep apart, are
-/// scoped by Landlock to their sandbox. Only root's children use it: a child without
-/// root makes a user namespace first, and may not join one owned by another.
-pub fn share_empty_network_namespace() -> Result<(), NamespaceError> {
-    if !IN_SHARED_EMPTY_NETWORK.load(Ordering::Relaxed) {
-        sys::unshare(libc::CLONE_NEWNET)
-            .map_err(|source| NamespaceError::Unshare { what: "net (shared)".into(), source })?;
-        IN_SHARED_EMPTY_NETWORK.store(true, Ordering::Relaxed);
+/// scoped by Landlock to their sandbox; every System V IPC and POSIX message-queue call
+/// is refused (`ENOSYS`), so the IPC namespace holds nothing a sandbox could share; and
+/// the host name, copied into the UTS namespace when it is made, cannot be changed
+/// (`sethostname` is a violation, and no sandbox holds a capability). Only root's
+/// children use them: a child without root makes a user namespace first, and may not
+/// join namespaces owned by another.
+pub fn share_empty_namespaces() -> Result<(), NamespaceError> {
+    if !IN_SHARED_EMPTY_NAMESPACES.load(Ordering::Relaxed) {
+        let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
+        sys::unshare(flags)
+            .map_err(|source| NamespaceError::Unshare { what: "net,ipc,uts (shared)".into(), source })?;
+        IN_SHARED_EMPTY_NAMESPACES.store(true, Ordering::Relaxed);
     }
     Ok(())
 }
 
 /// Create the namespaces. With `best_effort` a kernel refusal yields fewer namespaces
-/// instead of an error. `may_share_network`: the policy lets the sandbox stay in the
-/// empty network namespace [`share_empty_network_namespace`] made, when its parent made
-/// one (no network, root, and Landlock's scoping enforced, i.e. not best effort); it is
-/// still reported as `net`, a namespace apart from the host's.
-pub fn enter_namespaces(as_root: bool, best_effort: bool, may_share_network: bool) -> Result<Created, NamespaceError> {
+/// instead of an error (and the shared ones are not used: best effort may go without
+/// seccomp or Landlock's scoping, which sharing relies on). `network`: the policy gives
+/// the network by proxy, which needs a network namespace of the sandbox's own. As root,
+/// a child stays in the namespaces [`share_empty_namespaces`] made when its parent made
+/// them; they are still reported as `net`, `ipc` and `uts`, namespaces apart from the
+/// host's.
+pub fn enter_namespaces(as_root: bool, best_effort: bool, network: bool) -> Result<Created, NamespaceError> {
     let mut created = Vec::new();
     if !as_root {
         match enter_user_namespace() {
@@ -52,12 +61,12 @@ pub fn enter_namespaces(as_root: bool, best_effort: bool, may_share_network: boo
             Err(e) => return Err(e),
         }
     }
-    let shared_network = as_root && may_share_network && IN_SHARED_EMPTY_NETWORK.load(Ordering::Relaxed);
+    let shared = as_root && !best_effort && IN_SHARED_EMPTY_NAMESPACES.load(Ordering::Relaxed);
     let flags = OTHERS
         .iter()
-        .filter(|(flag, _)| !(shared_network && *flag == libc::CLONE_NEWNET))
+        .filter(|(flag, _)| !shared || (network && *flag == libc::CLONE_NEWNET))
         .fold(0, |acc, (flag, _)| acc | flag);
-    match sys::unshare(flags) {
+    match if flags == 0 { Ok(()) } else { sys::unshare(flags) } {
         Ok(()) => created.extend(OTHERS.iter().map(|(_, name)| *name)),
         // Best effort: nothing was created, and the caller learns it from `Applied::namespaces`,
         // which lists only what this function returns.

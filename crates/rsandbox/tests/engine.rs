@@ -828,16 +828,18 @@ fn warnings_and_the_default_device_are_rs_own() {
     assert_eq!(plot.value, json!([7, 7]));
 }
 
-/// The namespace `kind` (`net`, `ipc`) of process `pid`, as the kernel names it.
+/// The namespace `kind` (`net`, `ipc`, `uts`) of process `pid`, as the kernel names it.
 fn namespace_of(pid: u32, kind: &str) -> String {
     std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).unwrap().to_string_lossy().into_owned()
 }
 
+/// As root, the zygote's children share one network, one IPC and one UTS namespace, the
+/// zygote's, none of them the host's (`lockdown::namespaces::share_empty_namespaces`).
 #[test]
-fn root_children_share_one_empty_network_namespace_not_the_hosts() {
+fn root_children_share_one_set_of_empty_namespaces_not_the_hosts() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root's children share a network namespace");
+        eprintln!("skipped: only root's children share namespaces");
         return;
     }
     // An engine of its own: its zygote's only children are these two sessions.
@@ -853,13 +855,13 @@ fn root_children_share_one_empty_network_namespace_not_the_hosts() {
         .map(|p| p.parse().unwrap())
         .collect();
     assert_eq!(children.len(), 2, "{children:?}");
-    let host = namespace_of(std::process::id(), "net");
-    let (net_a, net_b) = (namespace_of(children[0], "net"), namespace_of(children[1], "net"));
-    assert_ne!(net_a, host, "a sandbox in the host's network namespace");
-    assert_eq!(net_a, net_b, "each child made a network namespace of its own");
-    assert_eq!(net_a, namespace_of(zygote, "net"), "the shared namespace is the zygote's");
-    // The other namespaces stay per sandbox.
-    assert_ne!(namespace_of(children[0], "ipc"), namespace_of(children[1], "ipc"));
+    for kind in ["net", "ipc", "uts"] {
+        let host = namespace_of(std::process::id(), kind);
+        let (a, b) = (namespace_of(children[0], kind), namespace_of(children[1], kind));
+        assert_ne!(a, host, "a sandbox in the host's {kind} namespace");
+        assert_eq!(a, b, "each child made a {kind} namespace of its own");
+        assert_eq!(a, namespace_of(zygote, kind), "the shared {kind} namespace is the zygote's");
+    }
     // And nothing in it reaches out: the sandbox cannot even make a socket.
     let probe = sessions[0]
         .execute("con <- try(socketConnection('127.0.0.1', 9), silent = TRUE); inherits(con, 'try-error')", &quick())

@@ -135,11 +135,12 @@ fn handle_request(
     let filters = &filters[&profile];
     // SAFETY: geteuid cannot fail.
     let as_root = unsafe { libc::geteuid() } == 0;
-    if policy.namespaces && !policy.network && !policy.best_effort && as_root {
-        // Once: the zygote moves into an empty network namespace that every child from
-        // now on shares instead of making its own (see the function). A refusal leaves
-        // each child making its own, as before: nothing is weaker for it.
-        let _ = lockdown::namespaces::share_empty_network_namespace();
+    if policy.namespaces && !policy.best_effort && as_root {
+        // Once: the zygote moves into empty network, IPC and UTS namespaces that every
+        // child from now on shares instead of making its own (see the function; a child
+        // with the network by proxy still makes its own network namespace). A refusal
+        // leaves each child making its own, as before: nothing is weaker for it.
+        let _ = lockdown::namespaces::share_empty_namespaces();
     }
     // Built once per root shape (and again after a while), so the child copies its
     // private root instead of building it; without one it builds its own, as before.

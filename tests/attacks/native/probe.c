@@ -1172,6 +1172,28 @@ void probe_sysv_shm(char **sarg, int *iarg, int *res) {
     if (id >= 0) syscall(SYS_shmctl, id, 0 /* IPC_RMID */, NULL);
 }
 
+void probe_sysv_msg(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* System V message queues: the IPC namespace's other rendezvous (root's sandboxes
+     * share one IPC namespace, so it must hold nothing they can reach). */
+    long id = syscall(SYS_msgget, 0x52534242 /* "RSBB" */, 01000 /* IPC_CREAT */ | 0666);
+    *res = outcome("msgget(IPC_CREAT)", id);
+    if (id >= 0) syscall(SYS_msgctl, id, 0 /* IPC_RMID */, NULL);
+}
+
+void probe_posix_mq(char **sarg, int *iarg, int *res) {
+    (void)sarg; (void)iarg;
+    /* POSIX message queues live in the IPC namespace too (its mqueue file system),
+     * whether or not /dev/mqueue is mounted. The raw call takes the name without the
+     * leading slash glibc's mq_open strips. */
+    long fd = syscall(SYS_mq_open, "rsandbox-attack", O_CREAT | O_RDWR, 0600, NULL);
+    *res = outcome("mq_open(O_CREAT)", fd);
+    if (fd >= 0) {
+        syscall(SYS_mq_unlink, "rsandbox-attack");
+        close((int)fd);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Limits per sandbox, the supervisor's bounds, leaks (issue 9)        */
 /* ------------------------------------------------------------------ */
