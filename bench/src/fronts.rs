@@ -112,6 +112,76 @@ impl Drop for StdioServer {
     }
 }
 
+/// One `rsandbox serve --http 127.0.0.1:0` process and a keep-alive connection to it.
+/// The client is a few lines of HTTP/1.1 on a `TcpStream`: the row should time the
+/// server, not a client library.
+pub struct HttpServer {
+    child: Child,
+    connection: BufReader<std::net::TcpStream>,
+}
+
+impl HttpServer {
+    pub fn start(cli: &Path) -> HttpServer {
+        let mut child = Command::new(cli)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rsandbox serve --http starts");
+        // "rsandbox serve: listening on http://127.0.0.1:PORT" on stderr; the rest of
+        // stderr (its log) is drained by a thread so the server never blocks on it.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            assert!(stderr.read_line(&mut line).expect("server stderr") > 0, "rsandbox serve --http exited");
+            if let Some(address) = line.trim().strip_prefix("rsandbox serve: listening on http://") {
+                break address.to_string();
+            }
+        };
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let stream = std::net::TcpStream::connect(&address).expect("connect to serve --http");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        HttpServer { child, connection: BufReader::new(stream) }
+    }
+
+    /// `POST path` with a JSON body on the kept connection; the response's JSON body.
+    pub fn post(&mut self, path: &str, body: &Value) -> Value {
+        let body = body.to_string();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.connection.get_mut().write_all(request.as_bytes()).expect("write the request");
+        let mut length = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.connection.read_line(&mut line).expect("read the response") > 0, "the server closed");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse::<usize>().ok();
+                }
+            }
+        }
+        let mut response = vec![0; length.expect("a content-length")];
+        std::io::Read::read_exact(&mut self.connection, &mut response).expect("read the body");
+        serde_json::from_slice(&response).expect("a JSON body")
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
 fn check(v: &Value) {
     if v["result"]["outcome"] != "ok" {
         eprintln!("rsandbox-bench: the server answered {v}");
@@ -137,6 +207,10 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
     // row below the peer's run lies between two requests). A server of its own.
     let mut steady = StdioServer::start(cli);
     check(&steady.call(json!({"op": "eval", "code": "1+1"})));
+    // The same through the HTTP front.
+    let mut http = HttpServer::start(cli);
+    let fresh = json!({"code": "1+1"});
+    assert_eq!(http.post("/v1/eval", &fresh)["outcome"], "ok", "serve --http evaluates");
     let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
         // Untimed: let the server fork this sample's replacement, so each request
         // measures what it costs to find a waiting sandbox (S3 measures the sustained rate).
@@ -151,6 +225,16 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
     });
     every_15ms.note = "two requests per round, 15 ms apart; the second is timed".into();
     runners.push(every_15ms);
+    let mut over_http = runner("rsandbox serve --http POST /v1/eval", false, || {
+        std::thread::sleep(Duration::from_millis(15));
+        let t = Instant::now();
+        let v = http.post("/v1/eval", &fresh);
+        let el = ms(t.elapsed());
+        assert_eq!(v["outcome"], "ok", "serve --http answered {v}");
+        vec![el]
+    });
+    over_http.note = "one kept-alive connection; like the first row, 15 ms (untimed) before each request".into();
+    runners.push(over_http);
     match &peers.rscript {
         Ok(()) => {
             runners.push(runner("Rscript --vanilla", false, || vec![time_cmd(&["Rscript", "--vanilla", "-e", "1+1"])]))
@@ -285,8 +369,33 @@ pub fn c1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path, runtime_dir
         assert!(Instant::now() < deadline, "the daemon did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The daemon's own answer, without the command's process: the stdio protocol on its
+    // socket, one connection, 15 ms (untimed) before each request as in S1.
+    let socket = std::fs::read_dir(runtime_dir.join("rsandbox"))
+        .expect("the daemon's directory")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .expect("the daemon's socket");
+    let stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect to the daemon");
+    let mut daemon = (stream.try_clone().expect("a second handle"), BufReader::new(stream));
+    let mut next_id = 0;
+    let mut over_socket = || {
+        std::thread::sleep(Duration::from_millis(15));
+        next_id += 1;
+        let t = Instant::now();
+        let line = format!("{}\n", json!({"op": "eval", "id": next_id, "code": "1+1"}));
+        daemon.0.write_all(line.as_bytes()).expect("write to the daemon");
+        let mut answer = String::new();
+        daemon.1.read_line(&mut answer).expect("read from the daemon");
+        let el = ms(t.elapsed());
+        let v: Value = serde_json::from_str(&answer).expect("a JSON line");
+        check(&v);
+        vec![el]
+    };
     let mut runners = vec![
         runner("rsandbox eval (daemon)", true, || vec![run(&["eval", "1+1"])]),
+        runner("rsandbox daemon: eval on its socket (no command process)", false, &mut over_socket),
         runner("rsandbox eval --no-daemon (starts R)", false, || vec![run(&["eval", "--no-daemon", "1+1"])]),
     ];
     match &peers.rscript {

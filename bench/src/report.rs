@@ -367,6 +367,12 @@ pub fn targets(report: &mut Report) {
                 .detail(format!("{:.0}x faster than Rscript; target >= 150x", r / m)),
         );
     }
+    if let Some(m) = report.median_of("S1", "rsandbox serve --http POST /v1/eval") {
+        t.push(Target::new("S1 fresh eval 1+1 p50 <= 1 ms through serve --http", m, "ms", 1.0, true));
+    }
+    if let Some(m) = report.median_of("C1", "rsandbox daemon: eval on its socket (no command process)") {
+        t.push(Target::new("C1 fresh eval 1+1 p50 <= 1 ms through the daemon's socket", m, "ms", 1.0, true));
+    }
     if let Some((c, m)) = best("S3", &[2, 8]) {
         t.push(
             Target::new("S3 >= 400 fresh evals/s on 2 cores through serve --stdio", m, "evals/s", 400.0, false)
