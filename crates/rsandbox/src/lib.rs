@@ -119,6 +119,7 @@ impl Engine {
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
+            .with_mount_points_in_memory(&config)?
             .with_fixed_identity(fixed_identity);
         let zygote =
             Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;
@@ -159,6 +160,20 @@ impl Engine {
     /// The engine again, from a thread that must not keep it alive on its own.
     pub(crate) fn upgrade(weak: &Weak<EngineInner>) -> Option<Engine> {
         weak.upgrade().map(|inner| Engine { inner })
+    }
+
+    /// Stop forking children ahead of requests, and wait (a few seconds at most) for the
+    /// forks under way: afterwards no thread of the engine's own holds it, so dropping
+    /// the caller's last handle ends the zygote and removes the workspaces' directories
+    /// in the caller's thread, before the process exits (a fork finishing in a
+    /// background thread would otherwise hold the engine past the process's exit, and
+    /// its directories stayed behind). The fronts call it when they stop serving; later
+    /// requests still work, each forking its own child.
+    pub fn shutdown(&self) {
+        let sets = self.inner.warm.lock().map(|w| w.all()).unwrap_or_default();
+        for set in sets {
+            set.close(std::time::Duration::from_secs(5));
+        }
     }
 
     fn warm_set(&self, options: &EvalOptions) -> Arc<warm::WarmSet> {

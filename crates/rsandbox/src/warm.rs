@@ -168,15 +168,10 @@ impl WarmSet {
         found
     }
 
-    /// Children waiting now, and children found dead since the start.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        let state = self.shared.0.lock().expect("warm set");
-        (state.idle.len(), state.dead)
-    }
-}
-
-impl Drop for WarmSet {
-    fn drop(&mut self) {
+    /// Stop forking: the waiting children are killed, and this waits (up to `grace`)
+    /// until no replenisher is forking, i.e. none holds the engine any more (each lets
+    /// go of it before it says its fork is over). Requests from now on fork their own.
+    pub(crate) fn close(&self, grace: Duration) {
         let (lock, cond) = &*self.shared;
         let idle = {
             let mut state = lock.lock().expect("warm set");
@@ -186,6 +181,27 @@ impl Drop for WarmSet {
         cond.notify_all();
         // Outside the lock: each child waits for its exit report.
         drop(idle);
+        let deadline = Instant::now() + grace;
+        let mut state = lock.lock().expect("warm set");
+        while state.forking > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = cond.wait_timeout(state, left).expect("warm set").0;
+        }
+    }
+
+    /// Children waiting now, and children found dead since the start.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.shared.0.lock().expect("warm set");
+        (state.idle.len(), state.dead)
+    }
+}
+
+impl Drop for WarmSet {
+    fn drop(&mut self) {
+        self.close(Duration::ZERO);
     }
 }
 
@@ -296,6 +312,11 @@ impl WarmSets {
             let (i, d) = set.counts();
             (idle + i, dead + d, n)
         })
+    }
+
+    /// Every set, to [`WarmSet::close`] outside the lock of the engine's sets.
+    pub(crate) fn all(&self) -> Vec<Arc<WarmSet>> {
+        self.sets.iter().map(|(_, set, _)| set.clone()).collect()
     }
 
     /// Drop every set (their children are killed).

@@ -102,8 +102,10 @@ pub fn serve(
                     .unwrap_or((0, 0));
             tracing::info!(saved, failed, "sessions saved for the other replicas");
         }
-        // Every session's sandbox ends with the state.
+        // Every session's sandbox ends with the state, and the engine's directories with
+        // its last handle.
         state.close_all();
+        state.engine.shutdown();
         Ok(())
     });
     // Blocking work past the grace period is not waited for.
