@@ -725,6 +725,7 @@ pub fn serve_stdio(engine: Engine, config: McpConfig) -> Result<(), String> {
         let service =
             McpServer::connect(&registry).serve(rmcp::transport::io::stdio()).await.map_err(|e| e.to_string())?;
         service.waiting().await.map_err(|e| e.to_string())?;
+        registry.engine.shutdown();
         Ok(())
     })
 }
@@ -795,6 +796,7 @@ pub fn serve_http(
             shutdown.cancel();
         };
         crate::listen::run(listener, router, connections, stop).await;
+        registry.engine.shutdown();
         Ok(())
     });
     // Blocking work past the grace period is not waited for.

@@ -283,6 +283,8 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
     // Remove the socket first, so no client connects to a daemon on its way out.
     std::fs::remove_file(&socket).ok();
     std::fs::remove_file(&pid_file).ok();
+    // Dropped here, after the forks under way: its directories go with it.
+    engine.shutdown();
     drop(engine);
     served?;
     Ok(0)
