@@ -425,8 +425,6 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
     // Tool calls waiting for this client, and later ones, fail at once.
     server.sessions.close_bridges("the client closed the connection");
     workers.finish();
-    // The last handle drops with `server`, here: the engine's directories go with it.
-    server.engine.shutdown();
 }
 
 /// The threads requests run on: each request gets a thread of its own at once (a long

@@ -760,7 +760,14 @@ fn serve(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engine = rsandbox::Engine::start(EngineConfig { prefork: prefork.unwrap_or(cores), ..engine_config })?;
     match http {
-        None => fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout()),
+        None => {
+            // `stdio::serve` serves one client (the daemon runs it per connection, on a
+            // shared engine): the engine's shutdown is the server's, here, once its
+            // client is gone; its last handle then drops in this thread, directories and all.
+            let last = engine.clone();
+            fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout());
+            last.shutdown();
+        }
         Some(addr) => {
             cap_args.start_logging();
             fronts::http::serve(
