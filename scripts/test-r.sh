@@ -25,6 +25,9 @@ grep -E "^\* checking|^Status|ERROR|WARNING|NOTE" check.log | grep -vE " \.\.\. 
 if [ $status -ne 0 ] || ! grep -qE "^Status: (OK|[0-9]+ NOTEs?)$" check.log; then
   echo "test-r: R CMD check failed" >&2
   cat rsandbox.Rcheck/tests/testthat.Rout.fail 2>/dev/null || true
+  # A failing example: the end of the examples' transcript (the check's own line says
+  # only ERROR, and the directory goes with the trap).
+  grep -q "checking examples ... ERROR" check.log && tail -40 rsandbox.Rcheck/rsandbox-Ex.Rout 2>/dev/null || true
   exit 1
 fi
 [ -f rsandbox.Rcheck/rsandbox/doc/coming-from-securer.html ] ||
