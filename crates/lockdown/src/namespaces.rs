@@ -14,6 +14,11 @@ pub type Created = Vec<&'static str>;
 const OTHERS: [(libc::c_int, &str); 3] =
     [(libc::CLONE_NEWNET, "net"), (libc::CLONE_NEWIPC, "ipc"), (libc::CLONE_NEWUTS, "uts")];
 
+/// The `unshare` flags of all of [`OTHERS`].
+fn all_others() -> libc::c_int {
+    OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag)
+}
+
 /// Set in a process that [`share_empty_namespaces`] moved into empty network, IPC and
 /// UTS namespaces of its own; its forks inherit the flag with the namespaces.
 static IN_SHARED_EMPTY_NAMESPACES: AtomicBool = AtomicBool::new(false);
@@ -36,8 +41,7 @@ static IN_SHARED_EMPTY_NAMESPACES: AtomicBool = AtomicBool::new(false);
 /// join namespaces owned by another.
 pub fn share_empty_namespaces() -> Result<(), NamespaceError> {
     if !IN_SHARED_EMPTY_NAMESPACES.load(Ordering::Relaxed) {
-        let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
-        sys::unshare(flags)
+        sys::unshare(all_others())
             .map_err(|source| NamespaceError::Unshare { what: "net,ipc,uts (shared)".into(), source })?;
         IN_SHARED_EMPTY_NAMESPACES.store(true, Ordering::Relaxed);
     }
@@ -121,8 +125,7 @@ pub(crate) fn enter_user_namespace_with(
 /// The network, IPC and UTS namespaces, for a process already in a user namespace of
 /// its own (one that joined a root template without root).
 pub(crate) fn enter_other_namespaces() -> Result<Created, NamespaceError> {
-    let flags = OTHERS.iter().fold(0, |acc, (flag, _)| acc | flag);
-    sys::unshare(flags).map_err(|source| NamespaceError::Unshare { what: "net,ipc,uts".into(), source })?;
+    sys::unshare(all_others()).map_err(|source| NamespaceError::Unshare { what: "net,ipc,uts".into(), source })?;
     Ok(std::iter::once("user").chain(OTHERS.iter().map(|(_, name)| *name)).collect())
 }
 

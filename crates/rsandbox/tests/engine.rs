@@ -901,6 +901,7 @@ fn a_sandbox_holds_no_capability_and_an_empty_bounding_set() {
         assert_eq!(sets.len(), 5, "{sets:?}");
         assert!(sets.iter().all(|(_, bits)| *bits == 0), "sandbox {child}: {sets:?}");
     }
+    // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         let zygote_sets = capability_sets(zygote);
         assert!(zygote_sets.contains(&("Bnd".to_string(), 0)), "the zygote's bounding set: {zygote_sets:?}");
