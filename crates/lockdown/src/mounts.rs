@@ -155,6 +155,11 @@ fn build_private_root(
             fs::create_dir_all(&parent).map_err(failed(format!("mkdir {}", parent.display())))?;
         }
     }
+    // Every root has a `/tmp`, read-only like the rest of the skeleton, also when the
+    // workspace lies elsewhere (`/dev/shm`): code that writes there is refused (EROFS)
+    // as it is everywhere outside its workspace, rather than told the directory is gone.
+    let tmp = new_root.join("tmp");
+    fs::create_dir_all(&tmp).map_err(failed(format!("mkdir {}", tmp.display())))?;
     let old = new_root.join(".old-root");
     fs::create_dir(&old).map_err(failed("mkdir .old-root"))?;
     sys::pivot_root(&c_path(&new_root)?, &c_path(&old)?).map_err(failed("pivot_root"))?;

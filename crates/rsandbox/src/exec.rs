@@ -9,7 +9,7 @@ use crate::errors::{EngineError, InputError};
 use crate::options::EvalOptions;
 use crate::r_policy::{base_environment, base_policy, with_interpreters};
 use crate::result::{ExitStatus, Outcome, Usage};
-use crate::workspace::WorkspaceRoot;
+use crate::workspace::{self, WorkspaceRoot};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -45,27 +45,15 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, EngineError> {
 }
 
 /// Where the workspace's (empty) host directory goes when neither the caller nor
-/// `TMPDIR` names a place: `/dev/shm` when it is a root-owned, sticky tmpfs, and only
-/// when the workspace is sure to be the sandbox's own quota tmpfs (a disk quota, in
-/// namespaces, not best effort, which could run without them). Then the host directory
-/// is only a mount point that nothing is written to, and on a tmpfs making and removing
-/// it costs ~30 µs where a busy ext4 `/tmp` took milliseconds (issue #26). Otherwise
-/// the engine's default, the temporary directory, as before.
+/// `TMPDIR` names a place: [`workspace::memory_parent`], only when the workspace is sure
+/// to be the sandbox's own quota tmpfs (a disk quota, in namespaces, not best effort,
+/// which could run without them); otherwise the engine's default, the temporary
+/// directory, as before.
 fn memory_parent(options: &EvalOptions, config: &EngineConfig) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const SHM: &std::ffi::CStr = c"/dev/shm";
-    if options.disk.is_none() || !config.namespaces || config.best_effort || std::env::var_os("TMPDIR").is_some() {
+    if options.disk.is_none() || !workspace::mount_points_may_live_in_memory(config) {
         return None;
     }
-    let meta = std::fs::symlink_metadata("/dev/shm").ok()?;
-    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o1777 != 0o1777 {
-        return None;
-    }
-    if rustix::fs::statfs(SHM).ok()?.f_type as i64 != TMPFS_MAGIC {
-        return None;
-    }
-    Some(PathBuf::from("/dev/shm"))
+    workspace::memory_parent()
 }
 
 /// Run `program args…` under the lockdown and wait for it. Call from a single-threaded

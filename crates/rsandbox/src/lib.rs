@@ -119,6 +119,7 @@ impl Engine {
         let binary = zygote::locate_zygote(config.zygote_path.as_deref())?;
         let disk_cap = config.max_total_disk.unwrap_or_else(workspace::default_disk_cap);
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
+            .with_mount_points_in_memory(&config)?
             .with_fixed_identity(fixed_identity);
         let zygote =
             Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;

@@ -5,7 +5,7 @@
 //!
 //! When: only once the sandbox is more than one process. Until then its rlimits bound
 //! it exactly (`RLIMIT_AS` and `RLIMIT_CPU` cover all of a process's threads) and
-//! nothing scans /proc (a scan costs about 1 ms per 150 host processes). Whether it is
+//! nothing walks its processes (each member costs a few reads of `/proc`). Whether it is
 //! ([`Meter::has_company`]) is read from the leader's children and its reaped CPU, a few
 //! small files, at every sampling interval and at the end of each request. seccomp does not report
 //! forks: a notified `fork` fails with `EINTR` when a signal arrives before the answer.
@@ -13,7 +13,8 @@
 //! Which processes: the sandbox's process group. The child makes its own group before
 //! any user code, seccomp refuses `setsid`/`setpgid` after that, so every descendant
 //! stays in it; and the child is a child subreaper, so orphans are reparented to it and
-//! their CPU reaches its `cutime` when it reaps them, inside the group.
+//! their CPU reaches its `cutime` when it reaps them, inside the group. So the group is
+//! found by walking the leader's descendants, never by scanning the host's processes.
 //!
 //! What is counted:
 //! * CPU: `utime + stime + cutime + cstime` of every live (or zombie) member, which is
@@ -34,7 +35,7 @@
 
 use std::fs;
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the meter samples a running request.
 pub const INTERVAL: Duration = Duration::from_millis(50);
@@ -71,7 +72,19 @@ pub struct Meter {
     /// The leader's `cutime + cstime` when [`Meter::has_company`] last looked: growth
     /// means a child lived and was reaped in between.
     reaped_ticks: std::cell::Cell<u64>,
+    /// With PSS: the group's memory at the last walk of its page tables, and when the
+    /// next walk is due (see [`WALK_SHARE`]).
+    walked: std::cell::Cell<Option<(u64, Instant)>>,
 }
+
+/// With PSS, a sample walks every member's page tables (`smaps_rollup`, ~1 ms for a
+/// forked R): thirty `mcparallel` children made the walks of every [`INTERVAL`] two
+/// thirds of the supervisor's core. So the memory is walked again only after this many
+/// times as long as the last walk took (at least one interval): the walks take at most a
+/// fifth of a core, and a group that large has its memory read every ~0.2 s instead of
+/// 50 ms, its CPU still every interval, and each process stays under its own
+/// `RLIMIT_AS` meanwhile. The last reading of a request is always a fresh walk.
+const WALK_SHARE: u32 = 5;
 
 impl Meter {
     /// A meter for the group led by `leader`, with its current memory as the baseline
@@ -108,6 +121,7 @@ impl Meter {
             baseline: 0,
             ticks_per_ms: ticks.max(1) as f64 / 1000.0,
             reaped_ticks: std::cell::Cell::new(0),
+            walked: std::cell::Cell::new(None),
         };
         // The group is the leader alone now (it has not forked): read it, no scan.
         let stat = fs::read_to_string(format!("/proc/{leader}/stat"))
@@ -175,16 +189,25 @@ impl Meter {
         Ok(self.members()?.into_iter().filter(|(pid, _)| *pid != self.pgid).map(|(pid, _)| pid).collect())
     }
 
-    /// Read every member.
-    pub fn sample(&self) -> io::Result<Sample> {
-        let mut sample = Sample::default();
-        for (pid, stat) in self.members()? {
-            sample.processes += 1;
-            sample.cpu_ms += (stat.cpu_ticks as f64 / self.ticks_per_ms) as u64;
-            // A member that died since the scan has no memory left to count.
-            sample.memory += self.memory_of(pid).unwrap_or(0);
-        }
-        Ok(sample)
+    /// Read every member: CPU always, memory as [`WALK_SHARE`] allows unless `fresh`.
+    pub fn sample(&self, fresh: bool) -> io::Result<Sample> {
+        let members = self.members()?;
+        let cpu_ticks: u64 = members.iter().map(|(_, stat)| stat.cpu_ticks).sum();
+        // A member that died since the walk has no memory left to count.
+        let memory = match self.accounting {
+            MemoryAccounting::Rss => members.iter().map(|(pid, _)| resident_of(*pid).unwrap_or(0)).sum(),
+            MemoryAccounting::Pss => match self.walked.get() {
+                Some((memory, due)) if !fresh && Instant::now() < due => memory,
+                _ => {
+                    let start = Instant::now();
+                    let memory = members.iter().map(|(pid, _)| proportional_of(*pid).unwrap_or(0)).sum();
+                    let took = start.elapsed();
+                    self.walked.set(Some((memory, Instant::now() + (took * WALK_SHARE).max(INTERVAL))));
+                    memory
+                }
+            },
+        };
+        Ok(Sample { cpu_ms: (cpu_ticks as f64 / self.ticks_per_ms) as u64, memory, processes: members.len() as u32 })
     }
 
     fn memory_of(&self, pid: i32) -> io::Result<u64> {
@@ -194,22 +217,42 @@ impl Meter {
         }
     }
 
-    /// Every process whose group is this sandbox's: one pass over `/proc`.
+    /// Every process whose group is this sandbox's: the leader and its descendants (every
+    /// member is one: see [`Meter::has_company`]), found through each thread's `children`
+    /// and each kept only while its group is still this one. Not a pass over all of
+    /// `/proc`: a sandbox with children is sampled every [`INTERVAL`] for as long as its
+    /// request runs, and a scan of every process on the host made that a large part of
+    /// a core. A process that exits during the walk and leaves its children to the
+    /// leader may hide them from this one sample; the next finds them.
     fn members(&self) -> io::Result<Vec<(i32, Stat)>> {
         let mut found = Vec::new();
-        for entry in fs::read_dir("/proc")? {
-            let Ok(entry) = entry else { continue };
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-            // Gone since the directory was read, or not readable: not a member we can see.
-            let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            if let Some(stat) = Stat::parse(&text) {
-                if stat.pgid == self.pgid {
-                    found.push((pid, stat));
-                }
+        let mut seen = std::collections::HashSet::new();
+        let mut next = vec![self.pgid];
+        while let Some(pid) = next.pop() {
+            if !seen.insert(pid) {
+                continue;
             }
+            // Gone since its parent listed it: not a member any more.
+            let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let Some(stat) = Stat::parse(&text) else { continue };
+            if stat.pgid != self.pgid {
+                continue;
+            }
+            found.push((pid, stat));
+            next.extend(children_of(pid));
         }
         Ok(found)
     }
+}
+
+/// The children of every thread of `pid` (none when it is gone).
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| children.split_whitespace().filter_map(|c| c.parse().ok()).collect::<Vec<i32>>())
+        .collect()
 }
 
 /// `Pss_Anon + Pss_Shmem` of a process, bytes: a walk of its page tables.
@@ -471,6 +514,46 @@ mod tests {
         assert!(!again, "once its CPU has been seen, a reaped child is no company");
     }
 
+    /// With PSS, a second sample right after a walk reuses its memory (the walk is
+    /// not due yet) while reading CPU and members again; a request's last sample walks.
+    #[test]
+    fn memory_is_walked_again_only_when_due_or_asked() {
+        // SAFETY: the child only sleeps and is killed below; no locks are taken after fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: a new group for the child, which then waits to be killed.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::pause();
+                libc::_exit(0)
+            };
+        }
+        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
+        unsafe { libc::setpgid(pid, pid) };
+        let meter = Meter::new(pid).unwrap();
+        let before = Instant::now();
+        let first = meter.sample(false).map(|s| (s.processes, meter.walked.get()));
+        let second = meter.sample(false).map(|s| (s.processes, meter.walked.get()));
+        let after_second = Instant::now();
+        let last = meter.sample(true).map(|_| meter.walked.get());
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        if meter.accounting == MemoryAccounting::Rss {
+            return; // counters only: nothing is walked, nothing budgeted
+        }
+        let (first, second, last) = (first.unwrap(), second.unwrap(), last.unwrap());
+        let (_, due) = first.1.expect("the first sample walks");
+        assert!(due >= before + INTERVAL, "the next walk is at least an interval away");
+        // (A host so busy that the second sample came after the due time walked again.)
+        if after_second < due {
+            assert_eq!(second, first, "not due: the same walk, the same members");
+        }
+        assert!(last.unwrap().1 > due, "the last sample of a request walks afresh");
+    }
+
     #[test]
     fn a_spinning_child_counts_in_its_group() {
         // SAFETY: the child only spins and is killed below; no locks are taken after fork.
@@ -485,13 +568,13 @@ mod tests {
         unsafe { libc::setpgid(pid, pid) };
         let meter = Meter::new(pid).unwrap();
         // Until the child has been scheduled for 100 ms of CPU (however busy the host).
-        let mut sample = meter.sample().unwrap();
+        let mut sample = meter.sample(false).unwrap();
         for _ in 0..400 {
             if sample.cpu_ms >= 100 {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
-            sample = meter.sample().unwrap();
+            sample = meter.sample(false).unwrap();
         }
         // SAFETY: killing and reaping our own child.
         unsafe {

@@ -23,6 +23,9 @@ const UID_RANGE: u32 = 65_536;
 #[derive(Debug)]
 pub struct WorkspaceRoot {
     dir: PathBuf,
+    /// Where the workspaces with a disk quota go instead, when they are only mount points
+    /// (see [`WorkspaceRoot::with_mount_points_in_memory`]); removed with the engine.
+    mount_points: Option<PathBuf>,
     as_root: bool,
     uid_base: u32,
     /// Every sandbox's identity, when the administrator named one.
@@ -61,21 +64,32 @@ impl WorkspaceRoot {
             refuse_root_that_cannot_switch_users()?;
         }
         let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
-        let mut random = [0u8; 8];
-        getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
-        let dir = parent.join(format!("rsandbox-{}-{:016x}", std::process::id(), u64::from_ne_bytes(random)));
-        // 0711: sandbox uids may traverse to their own workspace but not list others.
-        fs::DirBuilder::new().mode(0o711).create(&dir).map_err(EngineError::io(format!("create {}", dir.display())))?;
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o711))
-            .map_err(EngineError::io(format!("chmod {}", dir.display())))?;
         Ok(WorkspaceRoot {
-            dir,
+            dir: make_root_dir(&parent)?,
+            mount_points: None,
             as_root,
             uid_base,
             fixed_identity: None,
             next: Mutex::new(0),
             budget: Arc::new(DiskBudget { cap: disk_cap, reserved: Mutex::new(0) }),
         })
+    }
+
+    /// Put the workspaces that have a disk quota under a directory of their own in
+    /// [`memory_parent`] (when there is one): the engine's config promises that such a
+    /// workspace is the sandbox's own quota tmpfs, mounted in its mount namespace
+    /// ([`mount_points_may_live_in_memory`]), so its host directory is only a mount point
+    /// that nothing is ever written to, and making and removing it on a tmpfs costs a
+    /// tenth of what it did on the ext4 of `/tmp` (issue #26: ~0.07 ms of the
+    /// supervisor's 0.6 ms of CPU per fresh evaluation, and the journal's work besides).
+    /// Workspaces without a quota stay under the root's own directory, on disk.
+    pub fn with_mount_points_in_memory(mut self, config: &crate::EngineConfig) -> Result<WorkspaceRoot, EngineError> {
+        if config.workspace_root.is_none() && mount_points_may_live_in_memory(config) {
+            if let Some(parent) = memory_parent() {
+                self.mount_points = Some(make_root_dir(&parent)?);
+            }
+        }
+        Ok(self)
     }
 
     /// Run every sandbox as `identity` (when root) instead of a fresh uid each.
@@ -123,7 +137,8 @@ impl WorkspaceRoot {
             *next += 1;
             *next
         };
-        let path = self.dir.join(format!("ws-{n}"));
+        let parent = self.mount_points.as_ref().filter(|_| quota > 0).unwrap_or(&self.dir);
+        let path = parent.join(format!("ws-{n}"));
         fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)
@@ -191,7 +206,46 @@ fn refuse_root_that_cannot_switch_users() -> Result<(), EngineError> {
 impl Drop for WorkspaceRoot {
     fn drop(&mut self) {
         remove_tree(&self.dir);
+        if let Some(dir) = &self.mount_points {
+            remove_tree(dir);
+        }
     }
+}
+
+/// A fresh directory under `parent`, mode 0711: sandbox uids may traverse to their own
+/// workspace but not list the others.
+fn make_root_dir(parent: &Path) -> Result<PathBuf, EngineError> {
+    let mut random = [0u8; 8];
+    getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
+    let dir = parent.join(format!("rsandbox-{}-{:016x}", std::process::id(), u64::from_ne_bytes(random)));
+    fs::DirBuilder::new().mode(0o711).create(&dir).map_err(EngineError::io(format!("create {}", dir.display())))?;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o711))
+        .map_err(EngineError::io(format!("chmod {}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Whether a workspace with a disk quota is sure to be the sandbox's own quota tmpfs, so
+/// that its host directory is only a mount point: namespaces on and no best effort (which
+/// could run without a mount namespace, and then in the host directory itself), and no
+/// `TMPDIR` naming where temporary files belong.
+pub fn mount_points_may_live_in_memory(config: &crate::EngineConfig) -> bool {
+    config.namespaces && !config.best_effort && std::env::var_os("TMPDIR").is_none()
+}
+
+/// `/dev/shm` when it is a root-owned, sticky tmpfs: where directories that are only
+/// mount points are made and removed cheaply (~30 µs, where a busy ext4 `/tmp` took
+/// milliseconds).
+pub fn memory_parent() -> Option<PathBuf> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const SHM: &std::ffi::CStr = c"/dev/shm";
+    let meta = fs::symlink_metadata("/dev/shm").ok()?;
+    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o1777 != 0o1777 {
+        return None;
+    }
+    if rustix::fs::statfs(SHM).ok()?.f_type as i64 != TMPFS_MAGIC {
+        return None;
+    }
+    Some(PathBuf::from("/dev/shm"))
 }
 
 impl Workspace {

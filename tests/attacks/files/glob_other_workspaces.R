@@ -8,6 +8,9 @@
 # calibrate-pidns: no
 # calibrate-expect-stdout-contains: RSANDBOX-SECRET
 
-hits <- c(Sys.glob("/tmp/rsandbox-*/ws-*/*"), Sys.glob("/proc/{{VICTIM_PID}}/root/tmp/rsandbox-*/ws-*/*"))
+# Workspaces lie under the temporary directory, or under /dev/shm when they have a disk quota.
+parents <- c("/tmp", "/dev/shm")
+hits <- c(Sys.glob(file.path(parents, "rsandbox-*/ws-*/*")),
+          Sys.glob(file.path("/proc/{{VICTIM_PID}}/root", parents, "rsandbox-*/ws-*/*")))
 cat(length(hits), "files in other workspaces\n")
 for (f in hits) cat(f, ":", tryCatch(readLines(f, warn = FALSE), error = function(e) "?"), "\n")

@@ -1136,32 +1136,35 @@ fn lingering(zygote_link: &Path, cli_pid: u32) -> Vec<ProcInfo> {
     }
 }
 
-/// Every `/tmp/rsandbox-<pid>-*` name now (pids are reused quickly when pid_max is
-/// 32768: a directory some earlier, unrelated process left must not be blamed on a case).
+/// Where an engine makes its directories: the temporary directory, and `/dev/shm` for
+/// the mount points of workspaces with a disk quota (`WorkspaceRoot::with_mount_points_in_memory`).
+const ENGINE_PARENTS: [&str; 2] = ["/tmp", "/dev/shm"];
+
+/// Every `rsandbox-<pid>-*` name in [`ENGINE_PARENTS`] now (pids are reused quickly when
+/// pid_max is 32768: a directory some earlier, unrelated process left must not be blamed
+/// on a case).
 fn all_engine_dirs() -> BTreeSet<PathBuf> {
-    fs::read_dir("/tmp")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    n.strip_prefix("rsandbox-")
-                        .and_then(|r| r.split('-').next())
-                        .is_some_and(|p| p.parse::<u32>().is_ok())
-                })
-                .map(|e| e.path())
-                .collect()
+    ENGINE_PARENTS
+        .iter()
+        .flat_map(|parent| fs::read_dir(parent).into_iter().flatten().flatten())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix("rsandbox-").and_then(|r| r.split('-').next()).is_some_and(|p| p.parse::<u32>().is_ok())
         })
-        .unwrap_or_default()
+        .map(|e| e.path())
+        .collect()
 }
 
-/// `/tmp/rsandbox-<pid>-*` directories (the engine's workspaces root).
+/// `rsandbox-<pid>-*` directories of one CLI process in [`ENGINE_PARENTS`] (the engine's
+/// workspaces root, and where its quota'd workspaces' mount points are).
 fn engine_dirs(cli_pid: u32) -> Vec<PathBuf> {
     let prefix = format!("rsandbox-{cli_pid}-");
-    fs::read_dir("/tmp")
-        .map(|d| {
-            d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect()
-        })
-        .unwrap_or_default()
+    ENGINE_PARENTS
+        .iter()
+        .flat_map(|parent| fs::read_dir(parent).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
 }
 
 // =======================================================================================
@@ -1619,7 +1622,8 @@ impl Run {
             let sandbox = zygote.and_then(|z| {
                 procs.iter().find(|p| p.ppid == z.pid && p.exe.as_deref() == Some(zygote_link.as_path()))
             });
-            if let (Some(sandbox), Some(engine)) = (sandbox, engine_dirs(cli_pid).into_iter().next()) {
+            let victim_engine = engine_dirs(cli_pid).into_iter().find(|engine| engine.join("ws-1").exists());
+            if let (Some(sandbox), Some(engine)) = (sandbox, victim_engine) {
                 let ws = engine.join("ws-1");
                 let through_root = |p: &Path| PathBuf::from(format!("/proc/{}/root{}", sandbox.pid, p.display()));
                 // Without a private root the workspace is at its own path; reading it

@@ -558,13 +558,14 @@ impl SandboxChild {
                 return;
             }
         }
-        self.read_meter(run);
+        self.read_meter(run, false);
     }
 
     /// Read the whole group once: record the totals, and stop the sandbox over a limit.
-    fn read_meter(&mut self, run: &mut Execution) {
+    /// `last`: the request's last reading, whose memory is always read afresh.
+    fn read_meter(&mut self, run: &mut Execution, last: bool) {
         let Some(meter) = &self.meter else { return };
-        match meter.sample() {
+        match meter.sample(last) {
             Ok(sample) => {
                 let added = meter.added_memory(&sample);
                 run.metered_cpu_ms = Some(sample.cpu_ms);
@@ -637,7 +638,7 @@ impl SandboxChild {
                     }
                 };
                 if left {
-                    self.read_meter(run);
+                    self.read_meter(run, true);
                     if run.killed.is_some() {
                         return Ok(false);
                     }
