@@ -1248,3 +1248,157 @@ fn mcp() {
     assert!(out.status.success(), "the MCP runner failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.lines().any(|l| l.starts_with("ok ")), "no scenario ran:\n{stdout}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Every front, stopped the way its users stop it, leaves no directory behind.
+// ---------------------------------------------------------------------------------------
+
+/// The `rsandbox-<pid>-*` directories of process `pid` where an engine makes them: its
+/// workspaces root under the temporary directory, and the mount points of workspaces
+/// with a disk quota under `/dev/shm`.
+fn engine_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("rsandbox-{pid}-");
+    ["/tmp", "/dev/shm"]
+        .iter()
+        .flat_map(|parent| std::fs::read_dir(parent).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The first `http://…` address a server prints on stderr; the rest is drained.
+fn announced_address(child: &mut Child) -> String {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap_or(0) > 0, "the server ended before it said where it listens");
+        if let Some(url) = line.split(|c: char| c.is_whitespace() || c == '"').find(|w| w.starts_with("http://")) {
+            drain(stderr);
+            let addr = url.trim_start_matches("http://");
+            return addr.split('/').next().unwrap_or(addr).to_string();
+        }
+    }
+}
+
+/// Wait for a server to end of itself; its exit status.
+fn ended_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the server") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("the server did not stop within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `serve --stdio`, `mcp` on stdio, `serve --http`, `mcp --http` and the per-user
+/// daemon: each answers a first request (so sandboxes are being forked ahead), is
+/// stopped as its users stop it (its input closed; SIGTERM; `daemon --stop`), exits
+/// cleanly, and leaves none of its directories in `/tmp` or `/dev/shm`.
+#[test]
+fn every_front_stopped_leaves_no_directory_behind() {
+    let sigterm = |child: &Child| {
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    };
+    let check = |front: &str, pid: u32, status: std::process::ExitStatus| {
+        assert!(status.success(), "{front}: ended with {status}");
+        let left = engine_dirs_of(pid);
+        assert!(left.is_empty(), "{front} left behind: {left:?}");
+    };
+
+    // serve --stdio: one evaluation, then its input closes.
+    let mut child = server_command(&["serve", "--stdio"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"op":"eval","id":1,"code":"1+1"}}"#).unwrap();
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    assert!(answer.contains(r#""outcome":"ok""#), "serve --stdio: {answer}");
+    assert!(!engine_dirs_of(child.id()).is_empty(), "serve --stdio made no directory where the test looks");
+    drop(stdin);
+    let status = ended_within(&mut child, STEP_LIMIT);
+    check("serve --stdio", child.id(), status);
+
+    // mcp on stdio: initialized, then its input closes.
+    let mut child = server_command(&["mcp"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "conformance", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    assert!(answer.contains("serverInfo"), "mcp: {answer}");
+    drop(stdin);
+    let status = ended_within(&mut child, STEP_LIMIT);
+    check("mcp (stdio)", child.id(), status);
+
+    // serve --http: one evaluation, then SIGTERM.
+    let mut child = server_command(&["serve", "--http", "127.0.0.1:0", "--log-format", "text"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = announced_address(&mut child);
+    let body = json!({"code": "1+1"}).to_string();
+    let (status, _) =
+        http_request(&addr, "POST", "/v1/eval", Some(("application/json", body.as_bytes())), "application/json");
+    assert_eq!(status, 200, "serve --http");
+    sigterm(&child);
+    let status = ended_within(&mut child, STEP_LIMIT);
+    check("serve --http", child.id(), status);
+
+    // mcp --http: listening, then SIGTERM.
+    let mut child =
+        server_command(&["mcp", "--http", "127.0.0.1:0"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    announced_address(&mut child);
+    sigterm(&child);
+    let status = ended_within(&mut child, STEP_LIMIT);
+    check("mcp --http", child.id(), status);
+
+    // The daemon: started by a first evaluation, stopped with `daemon --stop`.
+    use std::os::unix::fs::PermissionsExt;
+    let base = std::env::temp_dir().join(format!("rsandbox-conformance-stop-{}", std::process::id()));
+    std::fs::remove_dir_all(&base).ok();
+    std::fs::create_dir(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let front =
+        CliFront { env: vec![("XDG_RUNTIME_DIR".to_string(), base.to_str().unwrap().to_string())], no_daemon: false };
+    let served_by = "basename(dirname(getwd()))";
+    let deadline = Instant::now() + STEP_LIMIT;
+    // The first calls may run without the daemon while it starts; wait until it answers.
+    let daemon = loop {
+        let Reply::Result(r) = front.eval(served_by, None, &json!({})) else { panic!("no result") };
+        let pid: Option<u32> = r["value"].as_str().and_then(|v| v.split('-').nth(1)).and_then(|p| p.parse().ok());
+        let dir = base.join("rsandbox");
+        let pid_file = std::fs::read_dir(&dir)
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "pid")));
+        let daemon: Option<u32> = pid_file.and_then(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok());
+        if pid.is_some() && pid == daemon {
+            break daemon.unwrap();
+        }
+        assert!(Instant::now() < deadline, "the daemon did not start serving");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stopped = front.command().args(["daemon", "--stop"]).output().expect("daemon --stop runs");
+    // Running, or a zombie its reaper has not collected yet.
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    };
+    let deadline = Instant::now() + STEP_LIMIT;
+    while alive(daemon) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir_all(&base).ok();
+    assert!(stopped.status.success(), "daemon --stop: {}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(!alive(daemon), "the daemon did not stop");
+    let left = engine_dirs_of(daemon);
+    assert!(left.is_empty(), "the daemon left behind: {left:?}");
+}
