@@ -790,9 +790,10 @@ pub fn serve_http(
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let stop_signal = crate::shutdown::stop_signal();
         ready(bound);
         let stop = async move {
-            crate::shutdown::stop_signal().await;
+            stop_signal.await;
             shutdown.cancel();
         };
         crate::listen::run(listener, router, connections, stop).await;

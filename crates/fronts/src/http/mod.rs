@@ -79,12 +79,13 @@ pub fn serve(
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let stop_signal = crate::shutdown::stop_signal();
         ready(bound);
         tracing::info!(address = %bound, "listening");
         let stop = {
             let state = state.clone();
             async move {
-                crate::shutdown::stop_signal().await;
+                stop_signal.await;
                 // Before the listener closes: requests for this replica's sessions that
                 // reach another one from now on wait for them to be saved.
                 if let Some(carry) = &state.carry_over {
