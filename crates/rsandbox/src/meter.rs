@@ -85,6 +85,10 @@ pub struct Meter {
 /// 50 ms, its CPU still every interval, and each process stays under its own
 /// `RLIMIT_AS` meanwhile. The last reading of a request is always a fresh walk.
 const WALK_SHARE: u32 = 5;
+/// The longest time between two walks, whatever they cost: a group made of so many
+/// processes that its walks would be spaced further is still held to its memory limit
+/// within this (the supervisor then spends more than a fifth of a core on it).
+const MAX_WALK_GAP: Duration = Duration::from_secs(1);
 
 impl Meter {
     /// A meter for the group led by `leader`, with its current memory as the baseline
@@ -202,7 +206,8 @@ impl Meter {
                     let start = Instant::now();
                     let memory = members.iter().map(|(pid, _)| proportional_of(*pid).unwrap_or(0)).sum();
                     let took = start.elapsed();
-                    self.walked.set(Some((memory, Instant::now() + (took * WALK_SHARE).max(INTERVAL))));
+                    let gap = (took * WALK_SHARE).clamp(INTERVAL, MAX_WALK_GAP);
+                    self.walked.set(Some((memory, Instant::now() + gap)));
                     memory
                 }
             },
@@ -547,6 +552,7 @@ mod tests {
         let (first, second, last) = (first.unwrap(), second.unwrap(), last.unwrap());
         let (_, due) = first.1.expect("the first sample walks");
         assert!(due >= before + INTERVAL, "the next walk is at least an interval away");
+        assert!(due <= Instant::now() + MAX_WALK_GAP, "and never more than the longest gap");
         // (A host so busy that the second sample came after the due time walked again.)
         if after_second < due {
             assert_eq!(second, first, "not due: the same walk, the same members");
