@@ -11,6 +11,8 @@ mod attacks_support;
 #[allow(dead_code)]
 #[path = "common/docker.rs"]
 mod docker;
+#[path = "common/engine_dirs.rs"]
+mod engine_dirs;
 
 use attacks_support::*;
 

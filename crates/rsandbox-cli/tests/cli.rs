@@ -1166,13 +1166,6 @@ fn serve_keeps_mount_points_in_memory_and_leaves_no_directory_behind() {
     // Gone at once: the replacement for the sandbox just used is being forked.
     drop(stdin);
     assert!(server.wait().unwrap().success());
-    for parent in ["/tmp", "/dev/shm"] {
-        let left: Vec<_> = std::fs::read_dir(parent)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-            .map(|e| e.path())
-            .collect();
-        assert!(left.is_empty(), "left behind: {left:?}");
-    }
+    let left = common::engine_dirs::engine_dirs_of(server.id());
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

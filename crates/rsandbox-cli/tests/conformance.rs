@@ -14,6 +14,11 @@
 //! Build everything first (`cargo build --workspace`): the library front and the CLI
 //! find `rsandbox-zygote` beside their binaries.
 
+#[allow(dead_code)]
+#[path = "common/engine_dirs.rs"]
+mod engine_dirs;
+
+use engine_dirs::engine_dirs_of;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -821,6 +826,21 @@ struct HttpServer {
     addr: String,
 }
 
+/// The first `http://…` address a server prints on stderr; the rest is drained.
+fn announced_address(child: &mut Child) -> String {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap_or(0) > 0, "the server ended before it said where it listens");
+        if let Some(url) = line.split(|c: char| c.is_whitespace() || c == '"').find(|w| w.starts_with("http://")) {
+            drain(stderr);
+            let addr = url.trim_start_matches("http://");
+            return addr.split('/').next().unwrap_or(addr).to_string();
+        }
+    }
+}
+
 impl HttpServer {
     fn start() -> HttpServer {
         let mut child = server_command(&["serve", "--http", "127.0.0.1:0", "--log-format", "text"])
@@ -829,18 +849,7 @@ impl HttpServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start rsandbox serve --http");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        let addr = loop {
-            first.clear();
-            if stderr.read_line(&mut first).unwrap_or(0) == 0 {
-                panic!("serve --http ended before it said where it listens");
-            }
-            if let Some(url) = first.split(|c: char| c.is_whitespace() || c == '"').find(|w| w.starts_with("http://")) {
-                break url.trim_start_matches("http://").trim_end_matches('/').to_string();
-            }
-        };
-        drain(stderr);
+        let addr = announced_address(&mut child);
         HttpServer { child, addr }
     }
 
@@ -1168,15 +1177,29 @@ fn cli_no_daemon() {
     run_front("cli_no_daemon", "cli", &CliFront { env: Vec::new(), no_daemon: true });
 }
 
+/// A fresh `XDG_RUNTIME_DIR` of this test's own (mode 0700), for a private daemon.
+fn private_runtime_dir(tag: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let base = std::env::temp_dir().join(format!("rsandbox-conformance-{tag}-{}", std::process::id()));
+    std::fs::remove_dir_all(&base).ok();
+    std::fs::create_dir(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    base
+}
+
+/// The pid the daemon under `runtime_dir` wrote, once it has.
+fn daemon_pid(runtime_dir: &Path) -> Option<u32> {
+    let dir = runtime_dir.join("rsandbox");
+    let pid_file =
+        std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "pid"))?;
+    std::fs::read_to_string(pid_file).ok()?.trim().parse().ok()
+}
+
 /// Through a daemon of this test's own (a private `XDG_RUNTIME_DIR`), started by a
 /// first call and checked to be the one answering before the table runs.
 #[test]
 fn cli_daemon() {
-    use std::os::unix::fs::PermissionsExt;
-    let base = std::env::temp_dir().join(format!("rsandbox-conformance-daemon-{}", std::process::id()));
-    std::fs::remove_dir_all(&base).ok();
-    std::fs::create_dir(&base).unwrap();
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let base = private_runtime_dir("daemon");
     let env = vec![
         ("XDG_RUNTIME_DIR".to_string(), base.to_str().unwrap().to_string()),
         ("RSANDBOX_DAEMON_IDLE".to_string(), "300".to_string()),
@@ -1186,18 +1209,13 @@ fn cli_daemon() {
     let served_by = "basename(dirname(getwd()))";
     assert!(matches!(front.eval(served_by, None, &json!({})), Reply::Result(_)));
     let dir = base.join("rsandbox");
-    let pid_file = |d: &Path| {
-        std::fs::read_dir(d).ok()?.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "pid"))
-    };
     let deadline = Instant::now() + Duration::from_secs(60);
     let daemon = loop {
         let sock = std::fs::read_dir(&dir)
             .ok()
             .is_some_and(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sock")));
-        if let (true, Some(p)) = (sock, pid_file(&dir)) {
-            if let Ok(pid) = std::fs::read_to_string(p).unwrap_or_default().trim().parse::<u32>() {
-                break pid;
-            }
+        if let (true, Some(pid)) = (sock, daemon_pid(&base)) {
+            break pid;
         }
         assert!(Instant::now() < deadline, "the daemon did not start");
         std::thread::sleep(Duration::from_millis(50));
@@ -1252,34 +1270,6 @@ fn mcp() {
 // ---------------------------------------------------------------------------------------
 // Every front, stopped the way its users stop it, leaves no directory behind.
 // ---------------------------------------------------------------------------------------
-
-/// The `rsandbox-<pid>-*` directories of process `pid` where an engine makes them: its
-/// workspaces root under the temporary directory, and the mount points of workspaces
-/// with a disk quota under `/dev/shm`.
-fn engine_dirs_of(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("rsandbox-{pid}-");
-    ["/tmp", "/dev/shm"]
-        .iter()
-        .flat_map(|parent| std::fs::read_dir(parent).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// The first `http://…` address a server prints on stderr; the rest is drained.
-fn announced_address(child: &mut Child) -> String {
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap_or(0) > 0, "the server ended before it said where it listens");
-        if let Some(url) = line.split(|c: char| c.is_whitespace() || c == '"').find(|w| w.starts_with("http://")) {
-            drain(stderr);
-            let addr = url.trim_start_matches("http://");
-            return addr.split('/').next().unwrap_or(addr).to_string();
-        }
-    }
-}
 
 /// Wait for a server to end of itself; its exit status.
 fn ended_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
@@ -1339,12 +1329,7 @@ fn every_front_stopped_leaves_no_directory_behind() {
     check("mcp (stdio)", child.id(), status);
 
     // serve --http: one evaluation, then SIGTERM.
-    let mut child = server_command(&["serve", "--http", "127.0.0.1:0", "--log-format", "text"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = announced_address(&mut child);
+    let HttpServer { mut child, addr } = HttpServer::start();
     let body = json!({"code": "1+1"}).to_string();
     let (status, _) =
         http_request(&addr, "POST", "/v1/eval", Some(("application/json", body.as_bytes())), "application/json");
@@ -1362,11 +1347,7 @@ fn every_front_stopped_leaves_no_directory_behind() {
     check("mcp --http", child.id(), status);
 
     // The daemon: started by a first evaluation, stopped with `daemon --stop`.
-    use std::os::unix::fs::PermissionsExt;
-    let base = std::env::temp_dir().join(format!("rsandbox-conformance-stop-{}", std::process::id()));
-    std::fs::remove_dir_all(&base).ok();
-    std::fs::create_dir(&base).unwrap();
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let base = private_runtime_dir("stop");
     let front =
         CliFront { env: vec![("XDG_RUNTIME_DIR".to_string(), base.to_str().unwrap().to_string())], no_daemon: false };
     let served_by = "basename(dirname(getwd()))";
@@ -1375,11 +1356,7 @@ fn every_front_stopped_leaves_no_directory_behind() {
     let daemon = loop {
         let Reply::Result(r) = front.eval(served_by, None, &json!({})) else { panic!("no result") };
         let pid: Option<u32> = r["value"].as_str().and_then(|v| v.split('-').nth(1)).and_then(|p| p.parse().ok());
-        let dir = base.join("rsandbox");
-        let pid_file = std::fs::read_dir(&dir)
-            .ok()
-            .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "pid")));
-        let daemon: Option<u32> = pid_file.and_then(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok());
+        let daemon = daemon_pid(&base);
         if pid.is_some() && pid == daemon {
             break daemon.unwrap();
         }

@@ -198,13 +198,14 @@ impl Meter {
         let members = self.members()?;
         let cpu_ticks: u64 = members.iter().map(|(_, stat)| stat.cpu_ticks).sum();
         // A member that died since the walk has no memory left to count.
+        let total = || members.iter().map(|(pid, _)| self.memory_of(*pid).unwrap_or(0)).sum::<u64>();
         let memory = match self.accounting {
-            MemoryAccounting::Rss => members.iter().map(|(pid, _)| resident_of(*pid).unwrap_or(0)).sum(),
+            MemoryAccounting::Rss => total(),
             MemoryAccounting::Pss => match self.walked.get() {
                 Some((memory, due)) if !fresh && Instant::now() < due => memory,
                 _ => {
                     let start = Instant::now();
-                    let memory = members.iter().map(|(pid, _)| proportional_of(*pid).unwrap_or(0)).sum();
+                    let memory = total();
                     let took = start.elapsed();
                     let gap = (took * WALK_SHARE).clamp(INTERVAL, MAX_WALK_GAP);
                     self.walked.set(Some((memory, Instant::now() + gap)));

@@ -10,6 +10,7 @@
 
 #[path = "../common/container.rs"]
 mod container;
+use crate::engine_dirs::{all_engine_dirs, engine_dirs_of};
 use base64::Engine as _;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -1136,37 +1137,6 @@ fn lingering(zygote_link: &Path, cli_pid: u32) -> Vec<ProcInfo> {
     }
 }
 
-/// Where an engine makes its directories: the temporary directory, and `/dev/shm` for
-/// the mount points of workspaces with a disk quota (`WorkspaceRoot::with_mount_points_in_memory`).
-const ENGINE_PARENTS: [&str; 2] = ["/tmp", "/dev/shm"];
-
-/// Every `rsandbox-<pid>-*` name in [`ENGINE_PARENTS`] now (pids are reused quickly when
-/// pid_max is 32768: a directory some earlier, unrelated process left must not be blamed
-/// on a case).
-fn all_engine_dirs() -> BTreeSet<PathBuf> {
-    ENGINE_PARENTS
-        .iter()
-        .flat_map(|parent| fs::read_dir(parent).into_iter().flatten().flatten())
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix("rsandbox-").and_then(|r| r.split('-').next()).is_some_and(|p| p.parse::<u32>().is_ok())
-        })
-        .map(|e| e.path())
-        .collect()
-}
-
-/// `rsandbox-<pid>-*` directories of one CLI process in [`ENGINE_PARENTS`] (the engine's
-/// workspaces root, and where its quota'd workspaces' mount points are).
-fn engine_dirs(cli_pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("rsandbox-{cli_pid}-");
-    ENGINE_PARENTS
-        .iter()
-        .flat_map(|parent| fs::read_dir(parent).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
 // =======================================================================================
 // Running a program and collecting everything.
 // =======================================================================================
@@ -1442,7 +1412,7 @@ impl Drop for Victim {
             unsafe { libc::kill(self.cli_pid as i32, libc::SIGKILL) };
             self.child.wait().ok();
         }
-        for d in engine_dirs(self.cli_pid) {
+        for d in engine_dirs_of(self.cli_pid) {
             make_removable(&d);
             fs::remove_dir_all(&d).ok();
         }
@@ -1622,7 +1592,7 @@ impl Run {
             let sandbox = zygote.and_then(|z| {
                 procs.iter().find(|p| p.ppid == z.pid && p.exe.as_deref() == Some(zygote_link.as_path()))
             });
-            let victim_engine = engine_dirs(cli_pid).into_iter().find(|engine| engine.join("ws-1").exists());
+            let victim_engine = engine_dirs_of(cli_pid).into_iter().find(|engine| engine.join("ws-1").exists());
             if let (Some(sandbox), Some(engine)) = (sandbox, victim_engine) {
                 let ws = engine.join("ws-1");
                 let through_root = |p: &Path| PathBuf::from(format!("/proc/{}/root{}", sandbox.pid, p.display()));
@@ -1657,7 +1627,7 @@ impl Run {
                         .map(|e| e.file_name().to_string_lossy().into_owned())
                         .collect())
                 };
-                let looked: Vec<String> = engine_dirs(cli_pid)
+                let looked: Vec<String> = engine_dirs_of(cli_pid)
                     .into_iter()
                     .map(|engine| {
                         format!("{}: {:?}, ws-1: {:?}", engine.display(), names(&engine), names(&engine.join("ws-1")))
@@ -2519,7 +2489,7 @@ pub fn run_sandboxed(run: &Run, case: &Case, idx: usize) -> Report {
             unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
         }
     }
-    for d in engine_dirs(out.pid).into_iter().filter(|d| !dirs_before.contains(d)) {
+    for d in engine_dirs_of(out.pid).into_iter().filter(|d| !dirs_before.contains(d)) {
         failures.push(format!(
             "the engine's temp dir {} survived the CLI (contents {:?}); CLI stderr {:?}",
             d.display(),

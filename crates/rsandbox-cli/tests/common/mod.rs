@@ -11,6 +11,7 @@
 use serde_json::Value;
 pub mod container;
 pub mod cran;
+pub mod engine_dirs;
 pub mod http_server;
 pub use container::*;
 use std::fmt;
