@@ -261,6 +261,10 @@ impl Engine {
 
     /// Fork a child with these limits and tools, locked down and waiting for requests.
     pub(crate) fn prepare(&self, options: &EvalOptions, tools: &[Tool]) -> Result<Prepared, EngineError> {
+        self.prepare_child(options, tools, false)
+    }
+
+    fn prepare_child(&self, options: &EvalOptions, tools: &[Tool], warm_up: bool) -> Result<Prepared, EngineError> {
         let network = self.network_for(options)?;
         let resolved = self.with_network_resolved(options)?;
         let options = &resolved;
@@ -283,7 +287,7 @@ impl Engine {
             Some(_) if !self.inner.config.namespaces => return Err(network::needs_namespaces().into()),
             Some(network) => Some(child::Proxy { egress: self.egress()?, policy: Arc::new(network.policy()?) }),
         };
-        let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools, proxy)?;
+        let child = SandboxChild::spawn(&zygote, policy, workspace.path(), env, tools, proxy, warm_up)?;
         Ok(Prepared { serving: None, child, workspace })
     }
 
@@ -338,33 +342,12 @@ impl Engine {
     /// warm-up prints a value, as most requests do: printing touches code and data an
     /// invisible result does not (a fresh `1+1` through `serve --stdio`, p50 over 150
     /// requests 15 ms apart, three interleaved runs: 2.30-2.40 ms after `invisible(NULL)`,
-    /// 2.02-2.15 ms after `1 + 1`). Its output and value are discarded; it leaves nothing
-    /// in the global environment.
+    /// 2.02-2.15 ms after `1 + 1`). The child runs it on its own before its lockdown (its
+    /// output goes to the zygote's `/dev/null`): a warm-up sent as a request cost the
+    /// supervisor a whole request's round trip, meter reading and thread wake-ups for
+    /// every child forked ahead.
     pub(crate) fn prepare_warm(&self, options: &EvalOptions) -> Result<Prepared, EngineError> {
-        let mut prepared = self.prepare(options, &[])?;
-        let mut ignore = |_: ToolEvent<'_>| {};
-        let warm = prepared.child.execute(Request {
-            code: "1 + 1",
-            timeout: options.timeout,
-            max_output: options.max_output,
-            cpu_limit: options.cpu_seconds,
-            memory_limit: options.memory,
-            tools: &[],
-            max_tool_calls: 0,
-            max_tool_message: tools::DEFAULT_MAX_TOOL_MESSAGE,
-            observer: &mut ignore,
-            on_event: None,
-            interrupt_on_timeout: false,
-            args: &[],
-            echo: true,
-            functions: None,
-            globals: &serde_json::Map::new(),
-            typed: false,
-        })?;
-        if warm.outcome != Outcome::Ok || !prepared.child.is_alive() {
-            return Err(EngineError::Setup(format!("a new sandbox failed its warm-up: {:?}", warm.error)));
-        }
-        Ok(prepared)
+        self.prepare_child(options, &[], true)
     }
 
     /// Run one request on a prepared child, with audit records around it.

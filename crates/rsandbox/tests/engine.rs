@@ -420,6 +420,14 @@ fn a_preforking_engine_serves_evals_and_sessions_from_waiting_children() {
     let second = e.eval("exists('x')", &EvalOptions::default()).unwrap();
     assert_eq!(second.value, json!(false), "children share no state");
     assert_ne!(pid(&first), e.eval("Sys.getpid()", &EvalOptions::default()).map(|r| pid(&r)).unwrap());
+    // Each waiting child evaluated `1 + 1` on its own before its lockdown: its first
+    // request sees none of it (no output, nothing in the global environment but the
+    // child's own seed), and the warm-up ran in the child, not as a request.
+    wait_for_idle(e, 2);
+    let output = e.eval("cat('x')", &EvalOptions::default()).unwrap();
+    assert_eq!((output.outcome, output.stdout.as_str()), (Outcome::Ok, "x"), "{output:?}");
+    let globals = e.eval("setdiff(ls(all.names = TRUE), '.Random.seed')", &EvalOptions::default()).unwrap();
+    assert_eq!(globals.value, json!([]), "{globals:?}");
 
     // A session with tools takes a waiting child and defines its tools in it.
     wait_for_idle(e, 2);
@@ -448,13 +456,15 @@ fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     let root = tempdir_for_test();
     let zygote = Arc::new(rsandbox::zygote::Zygote::start(&zygote_binary, &[], &[], false, &root).unwrap());
     let bad = lockdown::Policy { read_only: vec!["relative/path".into()], ..lockdown::Policy::default() };
-    let err = rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[], None).err().expect("refused");
+    let err =
+        rsandbox::child::SandboxChild::spawn(&zygote, bad, &root, vec![], &[], None, false).err().expect("refused");
     assert!(matches!(err, EngineError::Setup(_)), "{err:?}");
     assert!(err.to_string().contains("refused a spawn request: invalid policy"), "{err}");
     let bad_env = vec![("A=B".to_string(), "x".to_string())];
-    let err = rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[], None)
-        .err()
-        .unwrap();
+    let err =
+        rsandbox::child::SandboxChild::spawn(&zygote, lockdown::Policy::default(), &root, bad_env, &[], None, false)
+            .err()
+            .unwrap();
     assert!(err.to_string().contains("invalid environment variable \"A=B\""), "{err}");
     // The zygote keeps serving after refusals.
     assert!(zygote.is_alive());

@@ -29,6 +29,10 @@ pub enum ZygoteRequest {
         env: Vec<(String, String)>,
         /// Host tools to define in the child, before it reports `LockedDown`.
         tools: Vec<ToolStub>,
+        /// Evaluate `1 + 1` once before the lockdown (output to the zygote's
+        /// `/dev/null`), so that a child forked ahead of its request has already copied
+        /// the pages an evaluation writes: its first request does not pay for them.
+        warm_up: bool,
     },
 }
 

@@ -39,6 +39,8 @@ pub struct ChildSpec<'a> {
     pub env: &'a [(String, String)],
     /// Host tools to define.
     pub tools: &'a [ToolStub],
+    /// Evaluate once before the lockdown (see `ZygoteRequest::Spawn`).
+    pub warm_up: bool,
 }
 
 /// The child's whole life. Never returns.
@@ -49,16 +51,25 @@ pub fn run(
     (filters, root): (&SeccompFilters, Option<&RootTemplate>),
     zygote: libc::pid_t,
 ) -> ! {
-    let ChildSpec { policy, workspace, env, tools } = spec;
+    let ChildSpec { policy, workspace, env, tools, warm_up } = spec;
     if let Err(e) = restore_signals() {
         // Nothing is arranged yet: the exit status is all the supervisor will see.
         eprintln!("rsandbox child: failed to restore signal handling: {e}");
         lockdown_exit(SETUP_FAILED);
     }
+    // Before the fds are arranged: stdout is still the zygote's (/dev/null), so nothing
+    // the warm-up prints reaches the first request's output.
+    let warmed = if warm_up { evaluate_once(r, &workspace.join(PLOT_DIR)) } else { Ok(()) };
     if let Err(e) = arrange_fds(fds) {
         // The channel may not be in place yet; the exit status still tells the supervisor.
         eprintln!("rsandbox child: failed to arrange fds: {e}");
         lockdown_exit(SETUP_FAILED);
+    }
+    if let Err(e) = warmed {
+        report_and_exit(
+            &ChildReport::SetupFailed { error: format!("a new sandbox failed its warm-up: {e}") },
+            SETUP_FAILED,
+        );
     }
     if let Err(e) = prepare_environment(workspace, env) {
         report_and_exit(
@@ -201,6 +212,22 @@ fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool, echo: bool
     });
     let plots = take_plots(plot_dir);
     ChildReport::Evaluated { r, plots, cpu_ms, max_rss_kb }
+}
+
+/// The warm-up: `1 + 1` evaluated and printed as a request would be (printing touches
+/// code and data an invisible result does not), its result checked and discarded. It runs
+/// before the lockdown, our own constant code: what it copies (R's heap and interpreter
+/// state the evaluation path writes) is the same there.
+fn evaluate_once(r: &EmbeddedR, plot_dir: &Path) -> Result<(), String> {
+    crate::request_values::set(serde_json::Map::new(), false);
+    let out = r.call("rsandbox_eval", &["1 + 1", &plot_dir.to_string_lossy(), "0", "1"]).map_err(|e| e.to_string());
+    flush_stdio();
+    let json = out?.into_iter().next().ok_or("rsandbox_eval returned nothing")?;
+    let result: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    match result["status"].as_str() {
+        Some("ok") => Ok(()),
+        _ => Err(format!("1 + 1 gave {json}")),
+    }
 }
 
 /// What `commandArgs()` returns from now on: R's own options, then `--args` and `args`.

@@ -107,7 +107,7 @@ fn handle_request(
     request: ZygoteRequest,
     passed: Vec<OwnedFd>,
 ) {
-    let ZygoteRequest::Spawn { req, policy, workspace, env, tools } = request;
+    let ZygoteRequest::Spawn { req, policy, workspace, env, tools, warm_up } = request;
     let failed = |children: &HashMap<libc::pid_t, Child>, error: String| {
         if link.report_spawn_failed(req, error).is_err() {
             shutdown(children);
@@ -156,7 +156,8 @@ fn handle_request(
     match pid {
         -1 => failed(children, format!("fork failed: {}", io::Error::last_os_error())),
         0 => {
-            let spec = sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools };
+            let spec =
+                sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools, warm_up };
             sandbox_child::run(r, spec, fds, (filters, root), zygote_pid)
         }
         pid => {

@@ -213,7 +213,9 @@ const WAKE: usize = 5;
 
 impl SandboxChild {
     /// Fork a child and wait until it has locked itself down (fail closed: a child that
-    /// could not apply every layer is an error, and nothing runs in it).
+    /// could not apply every layer is an error, and nothing runs in it). `warm_up`: the
+    /// child evaluates `1 + 1` on its own before its lockdown (for a child forked ahead
+    /// of its request; see [`ZygoteRequest::Spawn`]).
     pub fn spawn(
         zygote: &Arc<Zygote>,
         policy: Policy,
@@ -221,6 +223,7 @@ impl SandboxChild {
         env: Vec<(String, String)>,
         tools: &[Tool],
         proxy: Option<Proxy<'_>>,
+        warm_up: bool,
     ) -> Result<SandboxChild, EngineError> {
         if policy.network != proxy.is_some() {
             return Err(EngineError::Setup("network layer: a network policy needs its proxy, and only it".into()));
@@ -239,7 +242,7 @@ impl SandboxChild {
         };
         let (cpu_limit, memory_limit) = (policy.limits.cpu_seconds, policy.limits.memory);
         let (req, events) = zygote.spawn(
-            |req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs },
+            |req| ZygoteRequest::Spawn { req, policy, workspace: workspace.to_path_buf(), env, tools: stubs, warm_up },
             fds,
         )?;
         drop((ctl_child, out_w, err_w, viol_child));
