@@ -28,7 +28,7 @@ use crate::tools::Tool;
 use crate::zygote::{Routed, Zygote};
 use lockdown::Policy;
 use outcome::{compose, Exit, KillReason, Observed};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -768,21 +768,22 @@ impl SandboxChild {
         if pollfds[CONTROL].revents == 0 && run.exited_at.is_none() {
             return;
         }
-        let mut buf = [0u8; 65536];
+        let mut buf = streams::chunk();
         let mut read = 0;
         // Bounded per round: the loop returns to the deadline and the other fds, and the
         // buffer is checked against the output limit after each chunk.
         while read < READ_BUDGET && self.output.kept() + self.reports.buffered() <= run.max_output {
-            match stream.read(&mut buf) {
-                Ok(0) => {
+            match rustix::io::read(&*stream, &mut buf).map(|(filled, _)| &*filled) {
+                Ok([]) => {
                     self.ctl = None;
                     break;
                 }
-                Ok(n) => {
-                    self.reports.push(&buf[..n]);
-                    read += n;
+                Ok(bytes) => {
+                    self.reports.push(bytes);
+                    read += bytes.len();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // Nothing more yet, or a signal: the loop polls again.
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => break,
                 // A reset channel: the child is going; its exit says why.
                 Err(_) => {
                     self.ctl = None;
