@@ -1169,3 +1169,43 @@ fn serve_keeps_mount_points_in_memory_and_leaves_no_directory_behind() {
     let left = common::engine_dirs::engine_dirs_of(server.id());
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// An engine killed by SIGKILL cannot remove its directories; the next engine to start
+/// removes them (they are no engine's any more: their lock is free).
+#[test]
+fn the_next_engine_removes_what_a_killed_one_left() {
+    use std::io::{BufRead, BufReader, Write};
+    let _g = shared();
+    let serve = || {
+        std::process::Command::new(&binaries().cli)
+            .args(["serve", "--stdio"])
+            .env_remove("TMPDIR")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut killed = serve();
+    let mut stdin = killed.stdin.take().unwrap();
+    let mut stdout = BufReader::new(killed.stdout.take().unwrap());
+    writeln!(stdin, "{}", json!({"op": "eval", "id": 1, "code": "writeLines('x', 'f.txt'); getwd()"})).unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"outcome\":\"ok\""), "{line}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = common::engine_dirs::engine_dirs_of(killed.id());
+    assert!(!left.is_empty(), "a killed engine leaves its directories (nothing to test otherwise)");
+
+    let mut next = serve();
+    let mut stdin = next.stdin.take().unwrap();
+    let mut stdout = BufReader::new(next.stdout.take().unwrap());
+    writeln!(stdin, "{}", json!({"op": "eval", "id": 1, "code": "1 + 1"})).unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"outcome\":\"ok\""), "{line}");
+    let still = common::engine_dirs::engine_dirs_of(killed.id());
+    assert!(still.is_empty(), "the next engine left {still:?}");
+    drop(stdin);
+    assert!(next.wait().unwrap().success());
+}

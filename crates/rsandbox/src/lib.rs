@@ -121,6 +121,7 @@ impl Engine {
         let workspaces = WorkspaceRoot::create(config.workspace_root.as_deref(), config.uid_base, disk_cap)?
             .with_mount_points_in_memory(&config)?
             .with_fixed_identity(fixed_identity);
+        workspaces.sweep_abandoned();
         let zygote =
             Zygote::start(&binary, &config.preload, &config.profile.libraries, config.warm, workspaces.path())?;
         let allowed_packages = config.profile.allowed_packages(&r_policy::libraries(zygote.info()))?;

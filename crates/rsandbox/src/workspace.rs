@@ -6,6 +6,11 @@
 //! read one another even without Landlock. A uid is held with an exclusive `flock` on
 //! `/run/rsandbox-uids/<uid>` for the sandbox's life, so separate engines (every CLI
 //! call is one) never share one. Directories are removed when the guard drops.
+//!
+//! An engine killed without its clean-up (SIGKILL, a crash) cannot remove its root; the
+//! next engine to start under the same parent does ([`WorkspaceRoot::sweep_abandoned`]):
+//! each root is held with an exclusive `flock` for its engine's life, so a root whose lock
+//! is free has no engine, in this pid namespace or any other sharing the directory.
 
 use crate::errors::{EngineError, InputError};
 use lockdown::Identity;
@@ -22,10 +27,10 @@ const UID_RANGE: u32 = 65_536;
 /// The directory all of one engine's workspaces live under, removed with the engine.
 #[derive(Debug)]
 pub struct WorkspaceRoot {
-    dir: PathBuf,
+    dir: RootDir,
     /// Where the workspaces with a disk quota go instead, when they are only mount points
     /// (see [`WorkspaceRoot::with_mount_points_in_memory`]); removed with the engine.
-    mount_points: Option<PathBuf>,
+    mount_points: Option<RootDir>,
     as_root: bool,
     uid_base: u32,
     /// Every sandbox's identity, when the administrator named one.
@@ -33,6 +38,22 @@ pub struct WorkspaceRoot {
     next: Mutex<u64>,
     budget: Arc<DiskBudget>,
 }
+
+/// One of an engine's root directories, and the lock that says the engine is alive.
+#[derive(Debug)]
+struct RootDir {
+    path: PathBuf,
+    /// The directory itself, open and `flock`ed until the engine drops it (after the
+    /// directory is removed: fields drop after `WorkspaceRoot`'s own `Drop`).
+    _alive: fs::File,
+}
+
+/// Names of engine roots: `rsandbox-<pid>-<16 hex digits>`. The pid is only for people
+/// reading `/tmp` (and for roots of versions that held no lock, below).
+const ROOT_PREFIX: &str = "rsandbox-";
+/// A root is made under this name, locked, then renamed to its own: a sweep never sees
+/// a root that is not locked yet.
+const NEW_ROOT_PREFIX: &str = ".rsandbox-new-";
 
 /// The server-wide cap on workspace quotas: a tmpfs workspace is host memory once
 /// filled, so the quotas of all live sandboxes (pre-forked ones included) together may
@@ -100,7 +121,18 @@ impl WorkspaceRoot {
 
     /// The root directory.
     pub fn path(&self) -> &Path {
-        &self.dir
+        &self.dir.path
+    }
+
+    /// Remove the roots, beside this one's, that no engine holds any more: left by
+    /// engines that were killed (SIGKILL, a crash) with their workspaces and mount points.
+    /// Only directories named as roots, owned by this user, not symlinks, whose lock is
+    /// free and whose pid (for roots of earlier versions, which held no lock) is not a
+    /// live process here. Best effort: a root that cannot be removed is left, and said.
+    pub fn sweep_abandoned(&self) {
+        for parent in std::iter::once(&self.dir).chain(&self.mount_points).filter_map(|d| d.path.parent()) {
+            sweep_abandoned_roots(parent);
+        }
     }
 
     /// A new workspace for a sandbox with a disk quota of `quota` bytes (0: none), owned
@@ -137,7 +169,7 @@ impl WorkspaceRoot {
             *next += 1;
             *next
         };
-        let parent = self.mount_points.as_ref().filter(|_| quota > 0).unwrap_or(&self.dir);
+        let parent = &self.mount_points.as_ref().filter(|_| quota > 0).unwrap_or(&self.dir).path;
         let path = parent.join(format!("ws-{n}"));
         fs::DirBuilder::new()
             .mode(0o700)
@@ -205,23 +237,76 @@ fn refuse_root_that_cannot_switch_users() -> Result<(), EngineError> {
 
 impl Drop for WorkspaceRoot {
     fn drop(&mut self) {
-        remove_tree(&self.dir);
+        remove_tree(&self.dir.path);
         if let Some(dir) = &self.mount_points {
-            remove_tree(dir);
+            remove_tree(&dir.path);
         }
     }
 }
 
-/// A fresh directory under `parent`, mode 0711: sandbox uids may traverse to their own
-/// workspace but not list the others.
-fn make_root_dir(parent: &Path) -> Result<PathBuf, EngineError> {
+/// A fresh directory under `parent`, mode 0711 (sandbox uids may traverse to their own
+/// workspace but not list the others), locked for as long as the engine lives.
+fn make_root_dir(parent: &Path) -> Result<RootDir, EngineError> {
     let mut random = [0u8; 8];
     getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
-    let dir = parent.join(format!("rsandbox-{}-{:016x}", std::process::id(), u64::from_ne_bytes(random)));
-    fs::DirBuilder::new().mode(0o711).create(&dir).map_err(EngineError::io(format!("create {}", dir.display())))?;
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o711))
-        .map_err(EngineError::io(format!("chmod {}", dir.display())))?;
-    Ok(dir)
+    let name = format!("{}-{:016x}", std::process::id(), u64::from_ne_bytes(random));
+    let new = parent.join(format!("{NEW_ROOT_PREFIX}{name}"));
+    fs::DirBuilder::new().mode(0o711).create(&new).map_err(EngineError::io(format!("create {}", new.display())))?;
+    let locked = open_dir(&new).and_then(|dir| {
+        fs::set_permissions(&new, fs::Permissions::from_mode(0o711))?;
+        lock(&dir, libc::LOCK_EX)?;
+        Ok(dir)
+    });
+    let path = parent.join(format!("{ROOT_PREFIX}{name}"));
+    let renamed = locked.and_then(|dir| fs::rename(&new, &path).map(|()| dir));
+    match renamed {
+        Ok(dir) => Ok(RootDir { path, _alive: dir }),
+        Err(e) => {
+            fs::remove_dir(&new).ok();
+            Err(EngineError::io(format!("create {}", path.display()))(e))
+        }
+    }
+}
+
+fn open_dir(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
+fn lock(file: &fs::File, how: libc::c_int) -> io::Result<()> {
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// [`WorkspaceRoot::sweep_abandoned`] for one parent directory.
+fn sweep_abandoned_roots(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(root_pid) else { continue };
+        let path = entry.path();
+        let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if !ours || Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        // Held while it is removed, so that no two engines sweep one root at once.
+        let Ok(dir) = open_dir(&path) else { continue };
+        if lock(&dir, libc::LOCK_EX | libc::LOCK_NB).is_ok() {
+            remove_tree(&path);
+        }
+    }
+}
+
+/// The pid in a root's name (`rsandbox-<pid>-<16 hex digits>`), or `None` for any other name.
+fn root_pid(name: &str) -> Option<u32> {
+    let (pid, random) = name.strip_prefix(ROOT_PREFIX)?.split_once('-')?;
+    let hex = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    pid.parse().ok().filter(|_| hex)
 }
 
 /// Whether a workspace with a disk quota is sure to be the sandbox's own quota tmpfs, so
@@ -361,6 +446,42 @@ mod tests {
         let root_path = root.path().to_path_buf();
         drop(root);
         assert!(!root_path.exists());
+    }
+
+    #[test]
+    fn roots_no_engine_holds_are_swept_and_nothing_else() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = WorkspaceRoot::create(Some(parent.path()), 2_000_000_000, u64::MAX).unwrap();
+        // A root this process still holds (its own pid is alive, and it is locked).
+        let other = WorkspaceRoot::create(Some(parent.path()), 2_000_000_000, u64::MAX).unwrap();
+        // No pid is this large (pid_max is at most 2^22): an engine that is gone.
+        let dead = |hex: &str| parent.path().join(format!("rsandbox-999999999-{hex}"));
+        let abandoned = dead("00000000000000aa");
+        fs::create_dir_all(abandoned.join("ws-1/locked")).unwrap();
+        fs::write(abandoned.join("ws-1/locked/f"), "x").unwrap();
+        fs::set_permissions(abandoned.join("ws-1/locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        // Locked by someone (another pid namespace's engine, say): kept.
+        let held = dead("00000000000000bb");
+        fs::create_dir(&held).unwrap();
+        let holder = open_dir(&held).unwrap();
+        lock(&holder, libc::LOCK_EX).unwrap();
+        // A symlink named like a root is not followed, nor removed; other names are kept.
+        let target = tempfile::tempdir().unwrap();
+        fs::write(target.path().join("keep"), "x").unwrap();
+        let link = dead("00000000000000cc");
+        std::os::unix::fs::symlink(target.path(), &link).unwrap();
+        let unrelated = parent.path().join("rsandbox-notes");
+        fs::create_dir(&unrelated).unwrap();
+
+        root.sweep_abandoned();
+        assert!(!abandoned.exists());
+        for kept in [root.path(), other.path(), &held, &link, &unrelated, &target.path().join("keep")] {
+            assert!(kept.exists(), "{} was swept", kept.display());
+        }
+        // Once its engine lets go, a root goes with the next sweep.
+        drop(holder);
+        root.sweep_abandoned();
+        assert!(!held.exists());
     }
 
     #[test]
