@@ -67,9 +67,52 @@ fn locate_binaries() -> (PathBuf, PathBuf) {
     }
 }
 
+/// The newest source of the crates the binaries are built from (their `src` trees and
+/// manifests: what `cargo build --release` rebuilds them for), and its modification time.
+fn newest_source() -> Option<(std::time::SystemTime, PathBuf)> {
+    fn consider(path: PathBuf, newest: &mut Option<(std::time::SystemTime, PathBuf)>) {
+        let Ok(meta) = std::fs::metadata(&path) else { return };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                consider(entry.path(), newest);
+            }
+        } else if let Ok(modified) = meta.modified() {
+            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+                *newest = Some((modified, path));
+            }
+        }
+    }
+    let mut newest = None;
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let crates = workspace.join("crates");
+    for krate in std::fs::read_dir(crates).into_iter().flatten().flatten() {
+        consider(krate.path().join("src"), &mut newest);
+        consider(krate.path().join("Cargo.toml"), &mut newest);
+    }
+    newest
+}
+
+/// Refuse binaries older than the sources: `cargo run -p rsandbox-bench` rebuilds the
+/// bench, not the CLI or the zygote, so a run after an edit would measure the old code.
+fn refuse_stale(binaries: &[&Path]) {
+    let Some((newest, source)) = newest_source() else { return };
+    for binary in binaries {
+        let built = std::fs::metadata(binary).and_then(|m| m.modified());
+        if built.is_ok_and(|built| built < newest) {
+            eprintln!(
+                "rsandbox-bench: {} is older than {}: run `cargo build --release` (the whole workspace) first",
+                binary.display(),
+                source.display()
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() {
     let args = cli::Args::parse();
-    let (zygote_found, _) = locate_binaries();
+    let (zygote_found, cli_found) = locate_binaries();
+    refuse_stale(&[&zygote_found, &cli_found]);
     if args.probe {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("RSANDBOX_ZYGOTE", &zygote_found) };
