@@ -67,38 +67,32 @@ fn locate_binaries() -> (PathBuf, PathBuf) {
     }
 }
 
-/// The newest source of the crates the binaries are built from (their `src` trees and
-/// manifests: what `cargo build --release` rebuilds them for), and its modification time.
-fn newest_source() -> Option<(std::time::SystemTime, PathBuf)> {
-    fn consider(path: PathBuf, newest: &mut Option<(std::time::SystemTime, PathBuf)>) {
-        let Ok(meta) = std::fs::metadata(&path) else { return };
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).into_iter().flatten().flatten() {
-                consider(entry.path(), newest);
-            }
-        } else if let Ok(modified) = meta.modified() {
-            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
-                *newest = Some((modified, path));
-            }
-        }
-    }
-    let mut newest = None;
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let crates = workspace.join("crates");
-    for krate in std::fs::read_dir(crates).into_iter().flatten().flatten() {
-        consider(krate.path().join("src"), &mut newest);
-        consider(krate.path().join("Cargo.toml"), &mut newest);
-    }
-    newest
+/// The newest of the sources cargo built `binary` from (its dep-info file, `<binary>.d`
+/// beside it, lists them), and its modification time; `None` without that file.
+fn newest_source(binary: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut info = binary.as_os_str().to_owned();
+    info.push(".d");
+    let info = std::fs::read_to_string(info).ok()?;
+    // `target: source source …`, spaces in paths escaped as `\ `.
+    let (_, sources) = info.lines().next()?.split_once(": ")?;
+    let sources = sources.replace("\\ ", "\0");
+    sources
+        .split_whitespace()
+        .map(|source| PathBuf::from(source.replace('\0', " ")))
+        .filter_map(|source| Some((std::fs::metadata(&source).ok()?.modified().ok()?, source)))
+        .max()
 }
 
-/// Refuse binaries older than the sources: `cargo run -p rsandbox-bench` rebuilds the
+/// Refuse binaries older than their sources: `cargo run -p rsandbox-bench` rebuilds the
 /// bench, not the CLI or the zygote, so a run after an edit would measure the old code.
 fn refuse_stale(binaries: &[&Path]) {
-    let Some((newest, source)) = newest_source() else { return };
     for binary in binaries {
-        let built = std::fs::metadata(binary).and_then(|m| m.modified());
-        if built.is_ok_and(|built| built < newest) {
+        let (Some((newest, source)), Ok(built)) =
+            (newest_source(binary), std::fs::metadata(binary).and_then(|m| m.modified()))
+        else {
+            continue;
+        };
+        if built < newest {
             eprintln!(
                 "rsandbox-bench: {} is older than {}: run `cargo build --release` (the whole workspace) first",
                 binary.display(),
