@@ -416,8 +416,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   }
 
   # Devices buffer pages until closed; close them so the PNGs are complete
-  # before the host collects the plot directory.
-  try(grDevices::graphics.off(), silent = TRUE)
+  # before the host collects the plot directory. Only when one is open (the null
+  # device is number 1): the call and its try() were ~6 µs of every request.
+  if (grDevices::dev.cur() > 1L) try(grDevices::graphics.off(), silent = TRUE)
 
   status <- if (interrupted) "interrupted"
             else if (is.null(err)) "ok"
@@ -581,12 +582,12 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   # reads as a missing argument. R prints it as an empty line.
   if (.rsb_is_empty_symbol(x)) return(invisible(cat("\n")))
   env <- new.env(parent = globalenv())
-  assign("x", x, envir = env)
+  env$x <- x
   if (isS4(x)) {
-    assign("show", methods::show, envir = env)
+    env$show <- methods::show
     eval(quote(show(x)), env)
   } else {
-    assign("print", base::print, envir = env)
+    env$print <- base::print
     eval(quote(print(x)), env)
   }
   invisible()
