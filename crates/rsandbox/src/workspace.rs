@@ -14,9 +14,9 @@
 
 use crate::errors::{EngineError, InputError};
 use lockdown::Identity;
+use rustix::fs::FlockOperation;
 use std::fs;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -208,8 +208,8 @@ impl WorkspaceRoot {
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&path)
                 .map_err(EngineError::io(format!("open {}", path.display())))?;
-            // SAFETY: flock on an fd we own; LOCK_NB makes it fail instead of waiting.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            // Non-blocking: a uid another sandbox holds is skipped, not waited for.
+            if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
                 return Ok((Identity { uid, gid: uid }, file));
             }
         }
@@ -254,7 +254,7 @@ fn make_root_dir(parent: &Path) -> Result<RootDir, EngineError> {
     fs::DirBuilder::new().mode(0o711).create(&new).map_err(EngineError::io(format!("create {}", new.display())))?;
     let locked = open_dir(&new).and_then(|dir| {
         fs::set_permissions(&new, fs::Permissions::from_mode(0o711))?;
-        lock(&dir, libc::LOCK_EX)?;
+        rustix::fs::flock(&dir, FlockOperation::LockExclusive)?;
         Ok(dir)
     });
     let path = parent.join(format!("{ROOT_PREFIX}{name}"));
@@ -272,15 +272,6 @@ fn open_dir(path: &Path) -> io::Result<fs::File> {
     fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 
-fn lock(file: &fs::File, how: libc::c_int) -> io::Result<()> {
-    // SAFETY: flock on an fd we own.
-    if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// [`WorkspaceRoot::sweep_abandoned`] for one parent directory.
 fn sweep_abandoned_roots(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
@@ -296,7 +287,7 @@ fn sweep_abandoned_roots(parent: &Path) {
         }
         // Held while it is removed, so that no two engines sweep one root at once.
         let Ok(dir) = open_dir(&path) else { continue };
-        if lock(&dir, libc::LOCK_EX | libc::LOCK_NB).is_ok() {
+        if rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive).is_ok() {
             remove_tree(&path);
         }
     }
@@ -464,7 +455,7 @@ mod tests {
         let held = dead("00000000000000bb");
         fs::create_dir(&held).unwrap();
         let holder = open_dir(&held).unwrap();
-        lock(&holder, libc::LOCK_EX).unwrap();
+        rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap();
         // A symlink named like a root is not followed, nor removed; other names are kept.
         let target = tempfile::tempdir().unwrap();
         fs::write(target.path().join("keep"), "x").unwrap();

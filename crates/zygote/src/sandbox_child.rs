@@ -220,13 +220,10 @@ fn evaluate(r: &EmbeddedR, code: &str, plot_dir: &Path, stream: bool, echo: bool
 /// state the evaluation path writes) is the same there.
 fn evaluate_once(r: &EmbeddedR, plot_dir: &Path) -> Result<(), String> {
     crate::request_values::set(serde_json::Map::new(), false);
-    let out = r.call("rsandbox_eval", &["1 + 1", &plot_dir.to_string_lossy(), "0", "1"]).map_err(|e| e.to_string());
-    flush_stdio();
-    let json = out?.into_iter().next().ok_or("rsandbox_eval returned nothing")?;
-    let result: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
-    match result["status"].as_str() {
-        Some("ok") => Ok(()),
-        _ => Err(format!("1 + 1 gave {json}")),
+    match evaluate(r, "1 + 1", plot_dir, false, true) {
+        ChildReport::Evaluated { r, .. } if r["status"] == "ok" => Ok(()),
+        ChildReport::Evaluated { r, .. } => Err(format!("1 + 1 gave {r}")),
+        other => Err(format!("1 + 1 gave {}", other.tag())),
     }
 }
 
