@@ -128,10 +128,8 @@ impl Meter {
             walked: std::cell::Cell::new(None),
         };
         // The group is the leader alone now (it has not forked): read it, no scan.
-        let stat = fs::read_to_string(format!("/proc/{leader}/stat"))
-            .ok()
-            .and_then(|t| Stat::parse(&t))
-            .filter(|s| s.pgid == leader);
+        let stat =
+            read_proc(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).filter(|s| s.pgid == leader);
         let Some(stat) = stat else {
             // /proc hides other users' processes (hidepid) or is not this pid namespace's.
             return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
@@ -160,7 +158,7 @@ impl Meter {
     /// leader's `cutime` when reaped. A leader that is gone has none.
     pub fn has_company(&self) -> io::Result<bool> {
         let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH);
-        match fs::read_to_string(format!("/proc/{}/stat", self.pgid)) {
+        match read_proc(format!("/proc/{}/stat", self.pgid)) {
             Ok(text) => {
                 let reaped = Stat::parse(&text).map_or(0, |s| s.children_ticks);
                 if reaped > self.reaped_ticks.replace(reaped) {
@@ -177,7 +175,7 @@ impl Meter {
         };
         for task in tasks {
             let task = task?;
-            match fs::read_to_string(task.path().join("children")) {
+            match read_proc(task.path().join("children")) {
                 Ok(children) if !children.trim().is_empty() => return Ok(true),
                 Ok(_) => {}
                 // A thread that exited since the directory was read.
@@ -239,7 +237,7 @@ impl Meter {
                 continue;
             }
             // Gone since its parent listed it: not a member any more.
-            let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let Ok(text) = read_proc(format!("/proc/{pid}/stat")) else { continue };
             let Some(stat) = Stat::parse(&text) else { continue };
             if stat.pgid != self.pgid {
                 continue;
@@ -256,9 +254,28 @@ fn children_of(pid: i32) -> Vec<i32> {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
     tasks
         .flatten()
-        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .filter_map(|task| read_proc(task.path().join("children")).ok())
         .flat_map(|children| children.split_whitespace().filter_map(|c| c.parse().ok()).collect::<Vec<i32>>())
         .collect()
+}
+
+/// A file of `/proc`, read in as few system calls as its size allows. `fs::read_to_string`
+/// first asks for the size (0 in `/proc`), then reads from 32 bytes up: nine calls for a
+/// stat line, on the path of every session request ([`Meter::has_company`]).
+fn read_proc(path: impl AsRef<std::path::Path>) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// `Pss_Anon + Pss_Shmem` of a process, bytes: a walk of its page tables.
@@ -272,7 +289,7 @@ fn resident_of(pid: i32) -> io::Result<u64> {
 }
 
 fn kilobytes(path: &str, fields: [&str; 2]) -> io::Result<u64> {
-    let text = fs::read_to_string(path)?;
+    let text = read_proc(path)?;
     Ok(text
         .lines()
         .filter_map(|line| {
@@ -311,7 +328,7 @@ impl PssShare {
     /// The zygote's PSS per resident byte now.
     fn ratio(&self) -> io::Result<f64> {
         let z = self.zygote;
-        let children = fs::read_to_string(format!("/proc/{z}/task/{z}/children"))?.split_whitespace().count();
+        let children = read_proc(format!("/proc/{z}/task/{z}/children"))?.split_whitespace().count();
         let mut readings = self.readings.lock().unwrap_or_else(|e| e.into_inner());
         let now = std::time::Instant::now();
         readings.retain(|(_, _, at)| now.duration_since(*at) < SHARE_FRESH);
@@ -377,7 +394,7 @@ pub fn kill_others(meter: &Meter) -> io::Result<usize> {
         else {
             continue; // gone already
         };
-        let still_member = fs::read_to_string(format!("/proc/{pid}/stat"))
+        let still_member = read_proc(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|t| Stat::parse(&t))
             .is_some_and(|s| s.pgid == meter.pgid);
@@ -496,10 +513,7 @@ mod tests {
         // Not looking while the worker lives: wait (reading the leader's stat directly)
         // until the leader has reaped it.
         let reaped = || {
-            fs::read_to_string(format!("/proc/{leader}/stat"))
-                .ok()
-                .and_then(|t| Stat::parse(&t))
-                .map_or(0, |s| s.children_ticks)
+            read_proc(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).map_or(0, |s| s.children_ticks)
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while reaped() == 0 && std::time::Instant::now() < deadline {

@@ -917,3 +917,20 @@ fn a_sandbox_holds_no_capability_and_an_empty_bounding_set() {
         assert!(zygote_sets.contains(&("Bnd".to_string(), 0)), "the zygote's bounding set: {zygote_sets:?}");
     }
 }
+
+/// The child reads its plot directory only when something may have drawn: a device of
+/// `options(device)` opened by the request, or a forked worker (its devices are its own).
+/// Each request of a session gets its own plots, a worker's plot included.
+#[test]
+fn plots_come_back_from_the_request_that_drew_them_workers_included() {
+    let s = engine().session(EvalOptions::default(), Vec::new()).unwrap();
+    let drawn = s.execute("plot(1:10)", &quick()).unwrap();
+    assert_eq!((drawn.outcome, drawn.plots.len()), (Outcome::Ok, 1), "{:?}", drawn.stderr);
+    let none = s.execute("1 + 1", &quick()).unwrap();
+    assert_eq!((none.outcome, none.plots.len()), (Outcome::Ok, 0));
+    let worker = "parallel::mccollect(parallel::mcparallel({ plot(1:3); grDevices::dev.off(); 1 }))[[1]]";
+    let by_worker = s.execute(worker, &quick()).unwrap();
+    assert_eq!((by_worker.outcome, by_worker.value.clone()), (Outcome::Ok, json!(1)), "{:?}", by_worker.stderr);
+    assert_eq!(by_worker.plots.len(), 1, "the worker's plot");
+    assert!(by_worker.plots[0].data_base64.starts_with("iVBORw0KGgo"), "a PNG");
+}

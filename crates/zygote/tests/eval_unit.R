@@ -95,11 +95,14 @@ local({
 
   result_json <- function(status = "ok", value = "null", visible = FALSE,
                           messages = "[]", warnings = "[]", error = "null",
-                          syntax_error = "null") {
+                          syntax_error = "null",
+                          plotted = if (status %in% c("syntax_error", "refused")) NA else FALSE) {
+    # "plotted" is there once the code ran (the child takes it out of the result).
     paste0("{\"status\":\"", status, "\",\"value\":", value,
            ",\"visible\":", if (visible) "true" else "false",
            ",\"messages\":", messages, ",\"warnings\":", warnings,
-           ",\"error\":", error, ",\"syntax_error\":", syntax_error, "}")
+           ",\"error\":", error, ",\"syntax_error\":", syntax_error,
+           if (!is.na(plotted)) paste0(",\"plotted\":", if (plotted) "true" else "false"), "}")
   }
 
   check_run <- function(name, code, expected) {
@@ -356,7 +359,7 @@ local({
   check("eval: unseeded runs differ", !identical(run("runif(1)")$json, run("runif(1)")$json))
 
   # --- evaluation: plots ------------------------------------------------------
-  r <- check_run("eval: plot", "plot(1:10)", result_json())
+  r <- check_run("eval: plot", "plot(1:10)", result_json(plotted = TRUE))
   png_path <- file.path(r$plot_dir, "plot-001.png")
   check("eval: plot file written", file.exists(png_path), list.files(r$plot_dir))
   magic <- readBin(png_path, "raw", n = 8L)
