@@ -149,12 +149,22 @@ impl EvalOptions {
     }
 }
 
-/// This process's hard limit for `resource` (`None`: unlimited or unknown).
+/// This process's hard limit for `resource` (`None`: unlimited or unknown), read once:
+/// it is checked for every request (the default limits ask for three), and the engine
+/// never changes its own limits. (Should the embedding program lower one later, a request
+/// above it is refused by the sandbox's start instead of here.)
 fn hard_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one rlimit into the struct we pass.
-    let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
-    (ok && limit.rlim_max != libc::RLIM_INFINITY).then_some(limit.rlim_max)
+    type Limits = [(libc::__rlimit_resource_t, Option<u64>); 4];
+    static HARD: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+    let read = |resource| {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes one rlimit into the struct we pass.
+        let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
+        (resource, (ok && limit.rlim_max != libc::RLIM_INFINITY).then_some(limit.rlim_max))
+    };
+    let all =
+        HARD.get_or_init(|| [libc::RLIMIT_NOFILE, libc::RLIMIT_NPROC, libc::RLIMIT_CPU, libc::RLIMIT_FSIZE].map(read));
+    all.iter().find(|(r, _)| *r == resource).map_or_else(|| read(resource).1, |(_, hard)| *hard)
 }
 
 #[cfg(test)]

@@ -250,6 +250,14 @@ local({
                  "print.rsb_foo <- function(x, ...) cat('FOO\\n')\nstructure(1, class = 'rsb_foo')",
                  result_json(value = "{\"class\":[\"rsb_foo\"],\"printed\":\"FOO\"}", visible = TRUE))
   check_equal("eval: user S3 print method output", r$stdout, "FOO")
+  r <- check_run("eval: auto-print of a plain value does not dispatch (as Rscript)",
+                 "print.numeric <- function(x, ...) cat('mine\\n')\nprint.list <- function(x, ...) cat('mine\\n')\n2\nlist(1)",
+                 result_json(value = "[1]", visible = TRUE))
+  check_equal("eval: auto-print of a plain value (stdout)", r$stdout, c("[1] 2", "[[1]]", "[1] 1", ""))
+  r <- check_run("eval: auto-print of a function dispatches (as Rscript)",
+                 "print.function <- function(x, ...) cat('fun\\n')\nf <- function() 1\nf",
+                 result_json(value = "{\"class\":[\"function\"],\"printed\":\"fun\"}", visible = TRUE))
+  check_equal("eval: auto-print of a function (stdout)", r$stdout, "fun")
   check_run("eval: user-defined print() does not replace auto-print",
             "print <- function(...) stop('shadowed')\n7",
             result_json(value = "7", visible = TRUE))
