@@ -133,8 +133,7 @@ impl EvalOptions {
             ("cpu", self.cpu_seconds, libc::RLIMIT_CPU),
             ("fsize", self.file_size, libc::RLIMIT_FSIZE),
         ] {
-            // Only a limit asked for is looked up: this runs for every request.
-            if let Some((asked, hard)) = asked.and_then(|asked| Some((asked, hard_limit(resource)?))) {
+            if let (Some(asked), Some(hard)) = (asked, hard_limit(resource)) {
                 // CPU: the hard limit is set one above the soft one (SIGXCPU first).
                 let needed = if resource == libc::RLIMIT_CPU { asked.saturating_add(1) } else { asked };
                 if needed > hard {

@@ -420,9 +420,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
   }
 
   # Devices buffer pages until closed; close them so the PNGs are complete
-  # before the host collects the plot directory. Only when one is open (the null
-  # device is number 1): the call and its try() were ~6 µs of every request.
-  # `.Device` (base's, which R keeps current) rather than grDevices::dev.cur(): its `::`
+  # before the host collects the plot directory. Only when one is open (the call and
+  # its try() were ~6 µs of every request), found from `.Device` (base's, which R keeps
+  # current: "null device" when none is) rather than grDevices::dev.cur(), whose `::`
   # and call were ~20 000 instructions of every request.
   if (!identical(.Device, "null device")) try(grDevices::graphics.off(), silent = TRUE)
 
