@@ -161,8 +161,13 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
   dir <- tempfile("rsandbox-warm-")
   dir.create(dir)
   on.exit(unlink(dir, recursive = TRUE), add = TRUE)
-  for (code in c("1 + 1", "x <- list(a = 1, b = 'c'); x", "invisible(data.frame(x = 1:2))",
+  for (code in c("1 + 1", "x <- list(a = 1, b = 'c'); x", "data.frame(x = 1:2, y = c('a', 'b'))",
+                 "factor(c('a', 'b'))", "c(a = 1, b = 2)", "matrix(1:4, 2)", "Sys.Date()",
                  "message('m'); warning('w'); 1", "stop('e')", "f <- function(")) {
+    # Twice: R's JIT compiles a function of this file's environment at its second
+    # call (small ones never), so a helper called once here was compiled again in
+    # every child that called it (~15-40 ms for the encoders of a data frame or a matrix).
+    rsandbox_eval(code, dir)
     rsandbox_eval(code, dir)
   }
   rm(list = ls(globalenv(), all.names = TRUE), envir = globalenv())
@@ -741,22 +746,39 @@ rsandbox_to_json <- function(x) {
     switch(typeof(x),
       double = return(.rsb_json_doubles(x)),
       integer = return(.rsb_json_integers(x)),
-      logical = return(.rsb_json_logicals(x))
+      logical = return(.rsb_json_logicals(x)),
+      character = return(.rsb_json_strings(x))
     )
   }
   # The empty symbol: a symbol that prints as nothing.
   if (.rsb_is_empty_symbol(x)) return('{"class":["name"],"printed":""}')
+  # Without a class anywhere (a vector, a matrix, a flat list of vectors: most values
+  # and every tool call's arguments) nothing user-defined runs and the encoders cannot
+  # fail, so no tryCatch() (~40 000 instructions).
+  if (!is.object(x) && (is.atomic(x) || is.list(x) && .rsb_flat_plain(x))) return(enc2utf8(.rsb_json(x, 0L)))
   out <- tryCatch(.rsb_json(x, 0L), error = function(e) NULL)
   if (is.character(out) && length(out) == 1L && !is.na(out)) return(enc2utf8(out))
   .rsb_json_printed(x)
 }
 
 .rsb_json <- function(x, depth) {
+  # One plain scalar (a list's element, a tool's argument): as rsandbox_to_json() does.
+  if (length(x) == 1L && is.null(attributes(x))) {
+    switch(typeof(x),
+      double = return(.rsb_json_doubles(x)),
+      integer = return(.rsb_json_integers(x)),
+      logical = return(.rsb_json_logicals(x)),
+      character = return(.rsb_json_strings(x))
+    )
+  }
   if (is.null(x)) return("null")
   if (depth > .rsb_max_depth) return(.rsb_json_printed(x))
-  if (is.data.frame(x)) return(.rsb_json_array(.rsb_json_records(x, depth)))
-  if (.rsb_is_vectorlike_class(x)) return(.rsb_json_shape(.rsb_json_elements(x, depth), names(x)))
-  if (is.object(x)) return(.rsb_json_printed(x))
+  # Only an object (a class attribute) can be a data frame, factor or date-time.
+  if (is.object(x)) {
+    if (is.data.frame(x)) return(.rsb_json_array(.rsb_json_records(x, depth)))
+    if (.rsb_is_vectorlike_class(x)) return(.rsb_json_shape(.rsb_json_elements(x, depth), names(x)))
+    return(.rsb_json_printed(x))
+  }
   if (is.atomic(x) && !is.raw(x) || is.list(x)) {
     if (typeof(x) == "pairlist") x <- as.list(x)
     d <- dim(x)
@@ -769,6 +791,12 @@ rsandbox_to_json <- function(x) {
     return(.rsb_json_shape(elements, names(x)))
   }
   .rsb_json_printed(x)
+}
+
+# A list whose elements are all vectors without a class.
+.rsb_flat_plain <- function(x) {
+  for (element in x) if (is.object(element) || !is.atomic(element)) return(FALSE)
+  TRUE
 }
 
 # Classed vectors that are encoded as their values rather than printed.
@@ -801,9 +829,12 @@ rsandbox_to_json <- function(x) {
 # One JSON text per element of x (x is a vector, factor, date-time or list;
 # used both for top-level vectors and for data frame columns).
 .rsb_json_elements <- function(x, depth) {
-  if (is.factor(x)) return(.rsb_json_strings(as.character(x)))
-  if (inherits(x, "Date")) return(.rsb_json_strings(format(x, "%Y-%m-%d")))
-  if (inherits(x, "POSIXt")) return(.rsb_json_strings(.rsb_iso_datetime(x)))
+  if (is.object(x)) {
+    if (is.factor(x)) return(.rsb_json_strings(as.character(x)))
+    if (inherits(x, "Date")) return(.rsb_json_strings(format(x, "%Y-%m-%d")))
+    # Before is.list(): a POSIXlt is a list.
+    if (inherits(x, "POSIXt")) return(.rsb_json_strings(.rsb_iso_datetime(x)))
+  }
   if (is.list(x)) {
     return(vapply(x, function(el) .rsb_json(el, depth + 1L), character(1L),
                   USE.NAMES = FALSE))
@@ -877,12 +908,21 @@ rsandbox_to_json <- function(x) {
   x <- enc2utf8(x)
   broken <- !missing & !validUTF8(x)
   if (any(broken)) x[broken] <- iconv(x[broken], "UTF-8", "UTF-8", sub = "\uFFFD")
-  # Most strings need no escaping; one scan is much cheaper than the
-  # substitutions, which matters when encoding many small values.
-  special <- !missing & grepl("[\001-\037\"\\\\]", x, perl = TRUE)
-  if (any(special)) x[special] <- .rsb_json_escape(x[special])
-  out <- paste0("\"", x, "\"")
-  out[missing] <- "null"
+  # Most strings need no escaping. A few short strings (names, most values) are
+  # checked by their code points, all at once; grepl() compiles its pattern on every
+  # call (~100 000 instructions), so it looks only at long or many strings and at
+  # strings that have something to escape.
+  text <- if (length(x) == 1L) x else if (length(x) <= 64L) paste(x[!missing], collapse = "") else NA
+  special <- if (!is.na(text) && nchar(text, "bytes") <= 4096L) {
+    points <- utf8ToInt(text)
+    any(points < 32L | points == 34L | points == 92L)
+  } else TRUE
+  if (special) {
+    special <- !missing & grepl("[\001-\037\"\\\\]", x, perl = TRUE)
+    if (any(special)) x[special] <- .rsb_json_escape(x[special])
+  }
+  out <- sprintf("\"%s\"", x)
+  if (any(missing)) out[missing] <- "null"
   out
 }
 

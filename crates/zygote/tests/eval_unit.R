@@ -126,6 +126,25 @@ local({
   check("prepare: device option is a function", is.function(getOption("device")))
   check("prepare: no .Random.seed left",
         !exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+  # R's JIT compiles a function of the helpers' environment at its second call: one the
+  # warm-up called only once was compiled again in every child that called it (~15-40 ms
+  # of a fresh evaluation that returned a data frame or a matrix). After the preparation,
+  # evaluating the common kinds of value compiles nothing more (each twice: a function
+  # first called in a child is compiled at its second call there, a session's next request).
+  compiled_helpers <- function() {
+    names <- ls(sb, all.names = TRUE)
+    names[vapply(names, function(n) {
+      f <- get(n, envir = sb)
+      is.function(f) && !is.primitive(f) && typeof(.Internal(bodyCode(f))) == "bytecode"
+    }, NA)]
+  }
+  warmed <- compiled_helpers()
+  for (code in c("data.frame(x = 1:3, y = c('a', 'b', 'c'))", "matrix(1:4, 2)", "factor('u')",
+                 "c(a = 1, b = 2)", "list(a = 1, b = list(c = 'd'))", "as.Date('2026-01-01')")) {
+    capture.output(sb$rsandbox_eval(code, tempdir()), sb$rsandbox_eval(code, tempdir()))
+  }
+  check_equal("prepare: the common values compile nothing in a child", setdiff(compiled_helpers(), warmed),
+              character())
   err <- tryCatch(sb$rsandbox_prepare_zygote("rsbNoSuchPackage"), error = conditionMessage)
   check("prepare: error names the missing package", grepl("rsbNoSuchPackage", err), err)
 
