@@ -224,8 +224,11 @@ pub fn runner<'a>(system: &str, baseline: bool, run: impl FnMut() -> Vec<f64> + 
     Runner { system: system.into(), baseline, note: String::new(), run: Box::new(run), samples: vec![] }
 }
 
-/// Run every runner once per round, in turn (A B C A B C ...), after one untimed
-/// warm-up batch each, with a progress bar on the terminal.
+/// Run every runner once per round, in turn, after one untimed warm-up batch each, with
+/// a progress bar on the terminal. Each round starts one runner later (A B C, B C A,
+/// C A B, ...): a sample depends on what ran just before it (a peer's R run leaves the
+/// caches cold for the next row, the row after gets them warm), so no system may always
+/// follow the same one.
 pub fn interleave(
     report: &mut Report,
     scenario: &str,
@@ -243,8 +246,10 @@ pub fn interleave(
             .progress_chars("#>."),
     );
     bar.set_prefix(scenario.to_string());
-    for _ in 0..rounds {
-        for r in runners.iter_mut() {
+    let count = runners.len();
+    for round in 0..rounds {
+        for turn in 0..count {
+            let r = &mut runners[(round + turn) % count];
             let s = (r.run)();
             r.samples.extend(s);
         }

@@ -250,7 +250,7 @@ pub fn p3(cfg: &Cfg, report: &mut Report, peers: &Peers, engine: &Engine) {
 }
 
 pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
-    println!("P4: PSS per idle session");
+    println!("P4: memory per idle session (PSS)");
     // A dedicated engine so the zygote's only children are these sessions.
     let engine = start_engine(&[]);
     let zpid = engine.info().pid;
@@ -258,10 +258,12 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
     for &k in &cfg.p4_counts {
         let scenario = format!("P4 k={k}");
         let mut ours = vec![];
+        let mut children_only = vec![];
         let mut theirs = vec![];
         let mut zygote_pss = vec![];
         for _ in 0..cfg.rounds.min(2) {
-            // rsandbox
+            // rsandbox: what the zygote holds with no session, then with k.
+            let zygote_alone = pss_kb(zpid);
             let sessions: Vec<Session> =
                 (0..k).map(|_| engine.session(eval_opts(), vec![]).expect("session")).collect();
             for s in &sessions {
@@ -273,8 +275,13 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
             if pids.len() < k {
                 println!("  note: found {} processes under the zygote for {k} sessions", pids.len());
             }
-            ours.push(total as f64 / 1024.0 / k as f64);
-            zygote_pss.push(pss_kb(zpid) as f64 / 1024.0);
+            let zygote = pss_kb(zpid);
+            // What the k sessions added: a page a child shares with the zygote is split
+            // between them in PSS, so the children's PSS alone holds a share of the
+            // zygote's pages, which are there with no session at all (half of them at k = 1).
+            ours.push((zygote + total).saturating_sub(zygote_alone) as f64 / 1024.0 / k as f64);
+            children_only.push(total as f64 / 1024.0 / k as f64);
+            zygote_pss.push(zygote as f64 / 1024.0);
             drop(sessions);
             let deadline = Instant::now() + Duration::from_secs(10);
             while !children(zpid).is_empty() && Instant::now() < deadline {
@@ -330,11 +337,19 @@ pub fn p4(cfg: &Cfg, report: &mut Report, peers: &Peers) {
         let zp = stats(&zygote_pss).map(|s| s.median).unwrap_or(0.0);
         report.add(
             &scenario,
-            "rsandbox Session (children of zygote)",
+            "rsandbox Session: PSS added per session",
             "MB/session",
             ours,
             true,
-            format!("zygote PSS {zp:.1} MB not included"),
+            "(PSS of the zygote and every process under it) - (the zygote's PSS with no session), / k",
+        );
+        report.add(
+            &scenario,
+            "rsandbox Session: children's PSS alone",
+            "MB/session",
+            children_only,
+            false,
+            format!("holds a share of the zygote's pages (1/2 at k = 1); zygote PSS {zp:.1} MB with the sessions"),
         );
         match &peers.callr {
             Ok(()) => report.add(
