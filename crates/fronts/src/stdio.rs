@@ -579,25 +579,21 @@ impl Server {
         };
         match request {
             Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
-                let checked = self.options(&limits, timeout).and_then(|options| Ok((options, decode_files(files)?)));
-                let (options, files) = match checked {
-                    Ok(checked) => checked,
-                    Err(e) => return self.fail(&id, e),
-                };
-                let mut emit = self.emitter(&id);
-                let mut request = EvalRequest::new(&code, options);
-                request.files = files;
-                request.collect = collect;
-                request.args = args;
-                request.globals = globals;
-                request.typed = typed;
-                if stream {
-                    request.on_event = Some(&mut emit);
-                }
-                // Answered before the engine ends the sandbox (see eval_request_then).
-                self.engine.eval_request_then(request, |answer| {
-                    self.reply(&id, answer, |result| Output::Result { id: &id, result: Box::new(result) })
+                let answer = self.options(&limits, timeout).and_then(|options| {
+                    let files = decode_files(files)?;
+                    let mut emit = self.emitter(&id);
+                    let mut request = EvalRequest::new(&code, options);
+                    request.files = files;
+                    request.collect = collect;
+                    request.args = args;
+                    request.globals = globals;
+                    request.typed = typed;
+                    if stream {
+                        request.on_event = Some(&mut emit);
+                    }
+                    Ok(self.engine.eval_request(request)?)
                 });
+                self.reply(&id, answer, |result| Output::Result { id: &id, result: Box::new(result) });
             }
             Request::SessionCreate { id, tools, limits, restore } => {
                 let answer = self.create_session(tools, &limits, restore);

@@ -465,39 +465,10 @@ impl Engine {
     /// Evaluate in a fresh sandbox with files placed in its workspace first, files
     /// collected from it after, and output streamed while it runs.
     pub fn eval_request(&self, request: EvalRequest<'_>) -> Result<EvalResult, EngineError> {
-        self.eval_request_then(request, |result| result)
-    }
-
-    /// [`Engine::eval_request`], handing the result to `answer` before the sandbox is
-    /// ended. A server answers its client in `answer`: ending a sandbox (its teardown
-    /// in the kernel, ~0.5 ms of a core) and forking its replacement then run after the
-    /// answer is on its way instead of beside it, on a machine with few cores. The
-    /// sandbox is stopped meanwhile (nothing in it runs after it reported).
-    pub fn eval_request_then<T>(
-        &self,
-        request: EvalRequest<'_>,
-        answer: impl FnOnce(Result<EvalResult, EngineError>) -> T,
-    ) -> T {
-        let (result, prepared) = self.eval_on_child(request);
-        let answered = answer(result);
-        if let Some(prepared) = prepared {
-            self.retire(prepared);
-        }
-        answered
-    }
-
-    /// The work of [`Engine::eval_request_then`]: the result, and the child to retire
-    /// (none when the request failed before it had one).
-    fn eval_on_child(&self, request: EvalRequest<'_>) -> (Result<EvalResult, EngineError>, Option<Prepared>) {
         let EvalRequest { code, options, files, collect, args, mut on_event, globals, typed } = request;
-        let checked = options::validate_code(code)
-            .and_then(|()| values::validate_globals(&globals))
-            .map_err(EngineError::from)
-            .and_then(|()| self.take_child(&options, &[]));
-        let mut prepared = match checked {
-            Ok(prepared) => prepared,
-            Err(e) => return (Err(e), None),
-        };
+        options::validate_code(code)?;
+        values::validate_globals(&globals)?;
+        let mut prepared = self.take_child(&options, &[])?;
         let id = self.new_id("eval");
         let per_file = options.disk.unwrap_or(u64::MAX).min(options.max_output);
         let result = files
@@ -516,7 +487,8 @@ impl Engine {
                 }
                 Ok(result)
             });
-        (result, Some(prepared))
+        self.retire(prepared);
+        result
     }
 
     /// Kill a child now; wait for its exit and remove its workspace off the caller's

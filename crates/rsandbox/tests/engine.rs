@@ -934,39 +934,3 @@ fn plots_come_back_from_the_request_that_drew_them_workers_included() {
     assert_eq!(by_worker.plots.len(), 1, "the worker's plot");
     assert!(by_worker.plots[0].data_base64.starts_with("iVBORw0KGgo"), "a PNG");
 }
-
-/// `eval_request_then` hands the result over while the sandbox that made it still
-/// exists, stopped (nothing in it runs after its report), and ends it after: a server's
-/// answer travels before the sandbox's teardown and its replacement's fork.
-#[test]
-fn a_fresh_evaluation_is_answered_before_its_sandbox_ends() {
-    // An engine of its own: its zygote's only child is this evaluation's.
-    let engine = Engine::start(EngineConfig { prefork: 0, ..EngineConfig::default() }).expect("engine starts");
-    let zygote = engine.info().pid;
-    let children = || -> Vec<u32> {
-        std::fs::read_to_string(format!("/proc/{zygote}/task/{zygote}/children"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(|p| p.parse().unwrap())
-            .collect()
-    };
-    let state = |pid: u32| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())
-    };
-    let request = rsandbox::EvalRequest::new("1 + 1", EvalOptions::default());
-    let (value, sandbox) = engine.eval_request_then(request, |result| {
-        let result = result.expect("an evaluation");
-        let living = children();
-        assert_eq!(living.len(), 1, "the sandbox that answered is there while it is answered: {living:?}");
-        // Stopped between its report and its end (`meter::stop_group`).
-        assert_eq!(state(living[0]), Some('T'), "a sandbox left running after its report");
-        (result.value, living[0])
-    });
-    assert_eq!(value, json!(2));
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while children().contains(&sandbox) {
-        assert!(std::time::Instant::now() < deadline, "the sandbox was not ended after its answer");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}

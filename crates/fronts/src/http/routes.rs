@@ -331,34 +331,15 @@ fn run_eval<'a>(
     options: rsandbox::EvalOptions,
     on_event: Option<&'a mut dyn FnMut(rsandbox::Event<'_>)>,
 ) -> AppResult<EvalResult> {
-    run_eval_then(state, body, options, on_event, |result| result)
-}
-
-/// [`run_eval`], handing the result to `answer` before the engine ends the sandbox
-/// (`Engine::eval_request_then`).
-fn run_eval_then<'a, T>(
-    state: &AppState,
-    body: &'a mut EvalBody,
-    options: rsandbox::EvalOptions,
-    on_event: Option<&'a mut dyn FnMut(rsandbox::Event<'_>)>,
-    answer: impl FnOnce(AppResult<EvalResult>) -> T,
-) -> T {
-    let files = match decode_files(std::mem::take(&mut body.files)) {
-        Ok(files) => files,
-        Err(e) => return answer(Err(e.into())),
-    };
     let mut request = EvalRequest::new(&body.code, options);
-    request.files = files;
+    request.files = decode_files(std::mem::take(&mut body.files))?;
     request.collect = std::mem::take(&mut body.collect);
     request.globals = std::mem::take(&mut body.globals);
     request.typed = body.typed;
     request.on_event = on_event;
-    state.engine.eval_request_then(request, |result| {
-        if let Ok(result) = &result {
-            state.metrics.result(result);
-        }
-        answer(result.map_err(ApiError::from))
-    })
+    let result = state.engine.eval_request(request)?;
+    state.metrics.result(&result);
+    Ok(result)
 }
 
 /// The 200 answer: a result, as JSON or as the last event of a stream.
@@ -392,21 +373,12 @@ async fn eval(
             None,
         ));
     }
-    // The answer comes back before the engine ends the sandbox; the worker goes on
-    // to end it. The admission is given back with the answer, so that the caller's
-    // next request is not refused for one that is answered.
-    let (sender, answered) = tokio::sync::oneshot::channel();
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        let _entered = span.enter();
-        let mut body = body;
-        run_eval_then(&state, &mut body, options, None, move |result| {
-            drop(admitted);
-            // The client may have gone; the work is done either way.
-            let _ = sender.send(result);
-        });
-    });
-    let result = answered.await.map_err(|e| ApiError::internal(format!("a worker failed: {e}")))??;
+    let state2 = state.clone();
+    let result = blocking(move || {
+        let (_admitted, mut body) = (admitted, body);
+        run_eval(&state2, &mut body, options, None)
+    })
+    .await?;
     Ok(Json(result).into_response())
 }
 
