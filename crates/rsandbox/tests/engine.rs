@@ -934,3 +934,16 @@ fn plots_come_back_from_the_request_that_drew_them_workers_included() {
     assert_eq!(by_worker.plots.len(), 1, "the worker's plot");
     assert!(by_worker.plots[0].data_base64.starts_with("iVBORw0KGgo"), "a PNG");
 }
+
+/// `q()` reports, then R exits, and the zygote may reap it before the supervisor has seen
+/// the exit: the sandbox's group is then gone when the supervisor stops it after the
+/// report. That is the quit it reported (an error with its status), never a crash.
+#[test]
+fn a_quit_is_an_error_however_soon_r_is_reaped() {
+    let e = engine();
+    for _ in 0..40 {
+        let r = e.eval("q(status = 3)", &EvalOptions::default()).unwrap();
+        assert_eq!(r.outcome, Outcome::Error, "{r:?}");
+        assert_eq!(r.error.map(|e| e.message).as_deref(), Some("quit(status = 3)"));
+    }
+}

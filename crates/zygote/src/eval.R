@@ -739,17 +739,11 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # JSON encoding (rules at the top of this file)
 
 rsandbox_to_json <- function(x) {
-  # The most common value, one plain number or logical (no attributes, so no class, names
-  # or dims): its encoder directly, without the dispatch below and its tryCatch(), which
-  # were ~100 000 instructions of a `1 + 1` request. These encoders cannot fail.
-  if (length(x) == 1L && is.null(attributes(x))) {
-    switch(typeof(x),
-      double = return(.rsb_json_doubles(x)),
-      integer = return(.rsb_json_integers(x)),
-      logical = return(.rsb_json_logicals(x)),
-      character = return(.rsb_json_strings(x))
-    )
-  }
+  # The most common value, one plain number, logical or string: its encoder directly,
+  # without the dispatch below and its tryCatch(), which were ~100 000 instructions of a
+  # `1 + 1` request.
+  scalar <- .rsb_json_scalar(x)
+  if (!is.null(scalar)) return(scalar)
   # The empty symbol: a symbol that prints as nothing.
   if (.rsb_is_empty_symbol(x)) return('{"class":["name"],"printed":""}')
   # Without a class anywhere (a vector, a matrix, a flat list of vectors: most values
@@ -761,16 +755,23 @@ rsandbox_to_json <- function(x) {
   .rsb_json_printed(x)
 }
 
+# One plain scalar (length one and no attributes, so no class, names or dims) by its
+# encoder, which cannot fail; NULL for any other value.
+.rsb_json_scalar <- function(x) {
+  if (length(x) != 1L || !is.null(attributes(x))) return(NULL)
+  switch(typeof(x),
+    double = .rsb_json_doubles(x),
+    integer = .rsb_json_integers(x),
+    logical = .rsb_json_logicals(x),
+    character = .rsb_json_strings(x),
+    NULL
+  )
+}
+
 .rsb_json <- function(x, depth) {
-  # One plain scalar (a list's element, a tool's argument): as rsandbox_to_json() does.
-  if (length(x) == 1L && is.null(attributes(x))) {
-    switch(typeof(x),
-      double = return(.rsb_json_doubles(x)),
-      integer = return(.rsb_json_integers(x)),
-      logical = return(.rsb_json_logicals(x)),
-      character = return(.rsb_json_strings(x))
-    )
-  }
+  # A list's element, a tool's argument: mostly one plain scalar.
+  scalar <- .rsb_json_scalar(x)
+  if (!is.null(scalar)) return(scalar)
   if (is.null(x)) return("null")
   if (depth > .rsb_max_depth) return(.rsb_json_printed(x))
   # Only an object (a class attribute) can be a data frame, factor or date-time.

@@ -623,9 +623,19 @@ impl SandboxChild {
         // A finished request on a live child: collect what the pipes still hold.
         if run.evaluated.is_some() && run.exited_at.is_none() && run.killed.is_none() {
             // Nothing of the sandbox runs between requests: stop it all first.
-            if let Some(Err(e)) = self.meter.as_ref().map(meter::stop_group) {
-                self.stop(run, KillReason::ReporterLost(format!("could not stop the sandbox after the request: {e}")));
-                return Ok(false);
+            match self.meter.as_ref().map(meter::stop_group) {
+                // No process is left in the group: R ended right after its report
+                // (`q()` reports, then exits, and the zygote may reap it before this
+                // loop has seen the exit). Nothing runs; the exit comes next.
+                Some(Err(e)) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(false),
+                Some(Err(e)) => {
+                    self.stop(
+                        run,
+                        KillReason::ReporterLost(format!("could not stop the sandbox after the request: {e}")),
+                    );
+                    return Ok(false);
+                }
+                _ => {}
             }
             self.output.pump(0, run.max_output);
             // What R left running is not the session's: nothing but R may run (or hold
