@@ -940,7 +940,9 @@ fn plots_come_back_from_the_request_that_drew_them_workers_included() {
 /// report. That is the quit it reported (an error with its status), never a crash.
 #[test]
 fn a_quit_is_an_error_however_soon_r_is_reaped() {
-    let e = engine();
+    // An engine of its own: 40 children forked in a row on the shared one would be seen,
+    // mid-lockdown, by the tests that look at every child of its zygote.
+    let e = Engine::start(EngineConfig { prefork: 0, ..EngineConfig::default() }).expect("engine starts");
     for _ in 0..40 {
         let r = e.eval("q(status = 3)", &EvalOptions::default()).unwrap();
         assert_eq!(r.outcome, Outcome::Error, "{r:?}");
