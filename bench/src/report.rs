@@ -199,7 +199,7 @@ pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) -> Value {
         let v = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
         md.push_str(&format!("- {label}: {v}\n"));
     }
-    md.push_str("\nAll systems of a scenario ran interleaved (one sample of each in turn, each round starting one system later, after an untimed warm-up). ");
+    md.push_str("\nAll systems of a scenario ran interleaved (one sample of each per round, in an order shuffled anew each round, after an untimed warm-up). ");
     md.push_str("`ratio` = this row's median / the median of the scenario's first rsandbox row (marked *). ");
     md.push_str("For evals/s higher is better; for everything else lower is better. ");
     md.push_str("callr / mcparallel / r_session times are measured inside one warm R process (`Sys.time()` around each call).\n\n");
