@@ -65,8 +65,9 @@ struct State {
     takes: u64,
 }
 
-/// A child taken from a warm set for a request: dropped when the request is answered,
-/// which lets its replacement start (see [`REPLACE_AFTER`]).
+/// A child taken from a warm set for a request: dropped when the request is answered
+/// and the child is gone (the engine's reaper drops it after the child, see
+/// `Prepared`), which lets its replacement start (see [`REPLACE_AFTER`]).
 pub(crate) struct Serving {
     shared: Weak<(Mutex<State>, Condvar)>,
     take: u64,
