@@ -405,7 +405,10 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
                 // Tool results are answered inline: an execute may be waiting for one.
-                if is_tool_result(&text) {
+                // Interrupts too: one reaches what runs when it is read, never an
+                // execute read after it (on a worker of its own, it could run after
+                // that execute had started, and interrupt it).
+                if answered_inline(&text) {
                     server.handle(&text);
                     continue;
                 }
@@ -494,8 +497,11 @@ pub fn parse_request(line: &str) -> Result<Request, (Value, ErrorCode, String)> 
     serde_json::from_value(raw).map_err(|e| (id, ErrorCode::InvalidRequest, e.to_string()))
 }
 
-fn is_tool_result(line: &str) -> bool {
-    serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("op").and_then(Value::as_str) == Some("tool_result"))
+/// A tool result or an interrupt: quick, never blocking, and ordered with the lines
+/// after it.
+fn answered_inline(line: &str) -> bool {
+    serde_json::from_str::<Value>(line)
+        .is_ok_and(|v| matches!(v.get("op").and_then(Value::as_str), Some("tool_result" | "session.interrupt")))
 }
 
 /// Reads lines, refusing (and skipping) those longer than [`MAX_LINE`].
