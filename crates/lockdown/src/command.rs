@@ -12,8 +12,9 @@
 //! before anything of the program has run. Any later exec (the interpreter trick, a
 //! memfd, a shell) reaches the caller as a violation, in [`Spawned::violations`].
 
+use crate::namespaces::PinnedNamespaces;
 use crate::seccomp::{self, SeccompProfile};
-use crate::{apply, Policy, SeccompFilters};
+use crate::{apply_before_exec, Policy, SeccompFilters};
 use std::ffi::CString;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -81,7 +82,8 @@ pub struct Spawned {
 
 /// Start `program` with `args` (argv[0] included) and `env` under `policy`, inheriting
 /// fds 0-2. Returns the child's pid and its violation listener; the caller waits for it
-/// and watches the listener.
+/// and watches the listener. With `shared`, the child joins those empty network, IPC
+/// and UTS namespaces instead of making its own (as root; see [`PinnedNamespaces`]).
 ///
 /// Refused ([`SpawnError::Threads`]) unless the caller is single-threaded: the child
 /// allocates before `execve`, which is only sound when no other thread can hold a lock.
@@ -90,6 +92,7 @@ pub fn spawn(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
+    shared: Option<&PinnedNamespaces>,
 ) -> Result<Spawned, SpawnError> {
     let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
     match thread_count() {
@@ -145,10 +148,13 @@ pub fn spawn(
             && unsafe { libc::dup2(reports_child.as_raw_fd(), VIOLATION_FD) } == VIOLATION_FD
             // SAFETY: as above.
             && unsafe { libc::fcntl(VIOLATION_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+        let joined = shared.map_or(Ok(()), PinnedNamespaces::join);
         let message = if !moved {
             format!("failed to move the error pipe: {}", io::Error::last_os_error())
+        } else if let Err(e) = joined {
+            format!("failed to lock the sandbox down: {}", error_chain(&e))
         } else {
-            match apply(&policy, &filters, parent) {
+            match apply_before_exec(&policy, &filters, parent) {
                 // SAFETY: argv and envp are NULL-terminated arrays of valid C strings that
                 // outlive the call; execve only returns on failure.
                 Ok(_) => unsafe {
@@ -272,7 +278,7 @@ mod tests {
         // The test harness runs this on a thread of its own: the process has several.
         let threads = thread_count().unwrap();
         assert!(threads > 1, "{threads}");
-        let err = spawn(&Policy::default(), Path::new("/bin/true"), &["true".into()], &[]).unwrap_err();
+        let err = spawn(&Policy::default(), Path::new("/bin/true"), &["true".into()], &[], None).unwrap_err();
         assert!(matches!(err, SpawnError::Threads { threads: n } if n > 1), "{err}");
     }
 }

@@ -139,6 +139,28 @@ pub fn apply(policy: &Policy, filters: &SeccompFilters, parent: libc::pid_t) -> 
     apply_with_root(policy, filters, parent, None)
 }
 
+/// What the memory limit ([`Limits::memory`]) is counted from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MemoryBaseline {
+    /// The caller's address space when the lockdown runs: a forked child keeps its
+    /// parent's mappings (R's heap in a zygote child), so the limit is what it may add.
+    CurrentSize,
+    /// Nothing: the caller executes a program next (`command::spawn`), and `execve`
+    /// replaces the address space, so the program's whole address space is the limit
+    /// (as `prlimit --as` sets it), however large the process that forked it.
+    Exec,
+}
+
+/// [`apply`] in a process that executes a program right after (see
+/// [`MemoryBaseline::Exec`]).
+pub(crate) fn apply_before_exec(
+    policy: &Policy,
+    filters: &SeccompFilters,
+    parent: libc::pid_t,
+) -> Result<Applied, LockdownError> {
+    apply_counting_memory_from(policy, filters, parent, None, MemoryBaseline::Exec)
+}
+
 /// [`apply`], with the private root copied from `root` when it fits the policy (see
 /// [`root_template`]: as root from a template built as root, without root from one built
 /// without), instead of built here. `root`'s fds are kept open through step 1 and closed
@@ -149,12 +171,25 @@ pub fn apply_with_root(
     parent: libc::pid_t,
     root: Option<&root_template::RootTemplate>,
 ) -> Result<Applied, LockdownError> {
+    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::CurrentSize)
+}
+
+fn apply_counting_memory_from(
+    policy: &Policy,
+    filters: &SeccompFilters,
+    parent: libc::pid_t,
+    root: Option<&root_template::RootTemplate>,
+    baseline: MemoryBaseline,
+) -> Result<Applied, LockdownError> {
     policy.validate()?;
     let as_root = sys::effective_uid() == 0;
     if as_root && policy.run_as.is_none() {
         return Err(errors::PolicyError::RootIdentity.into());
     }
-    let address_space_now = rlimits::current_address_space()?;
+    let address_space_now = match baseline {
+        MemoryBaseline::CurrentSize => rlimits::current_address_space()?,
+        MemoryBaseline::Exec => 0,
+    };
 
     let kept = root.map(root_template::RootTemplate::fds).unwrap_or_default();
     let opened_paths = root.map(root_template::RootTemplate::opened_paths).unwrap_or_default();

@@ -5,7 +5,13 @@
 
 use crate::errors::NamespaceError;
 use crate::sys;
+use std::ffi::CString;
 use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Namespaces created, by name.
@@ -46,6 +52,143 @@ pub fn share_empty_namespaces() -> Result<(), NamespaceError> {
         IN_SHARED_EMPTY_NAMESPACES.store(true, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// Empty network, IPC and UTS namespaces pinned by bind mounts of their `nsfs` files in a
+/// directory, for one-process-per-call callers as root (`rsandbox exec`), which have no
+/// zygote to keep [`share_empty_namespaces`]' alive: the first call makes them, every
+/// later one opens them and its child joins them ([`PinnedNamespaces::join`]) instead of
+/// making its own (~0.5 ms of CPU for a network namespace, and its teardown on the
+/// kernel's cleanup worker, which the next call's fork then competes with). Sharing
+/// them loses nothing, for the reasons [`share_empty_namespaces`] gives. They last until
+/// the mounts are removed (`umount DIR/net DIR/ipc DIR/uts`) or the machine restarts.
+#[derive(Debug)]
+pub struct PinnedNamespaces {
+    /// The namespaces' fds, each with its `setns` type.
+    namespaces: Vec<(libc::c_int, OwnedFd)>,
+}
+
+/// `statfs` type of the namespace file system (`NSFS_MAGIC`).
+const NSFS_MAGIC: i64 = 0x6e73_6673;
+/// `ioctl(fd, NS_GET_NSTYPE)`: the `CLONE_NEW*` type of a namespace fd.
+const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+
+impl PinnedNamespaces {
+    /// Open the namespaces pinned in `dir` (which the caller made root-owned and 0700:
+    /// whoever may write there chooses the namespaces), pinning new empty ones first
+    /// when they are missing; concurrent callers serialise on `dir/lock`. Forks a helper:
+    /// call it from a single-threaded process.
+    pub fn open_or_pin(dir: &Path) -> io::Result<PinnedNamespaces> {
+        if let Ok(pinned) = Self::open(dir) {
+            return Ok(pinned);
+        }
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir.join("lock"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+        // Another caller may have pinned them while this one waited.
+        if let Ok(pinned) = Self::open(dir) {
+            return Ok(pinned);
+        }
+        pin_new_empty_namespaces(dir)?;
+        Self::open(dir)
+    }
+
+    /// The namespaces pinned in `dir`; an error when one is missing or is not a
+    /// namespace of its name's type.
+    fn open(dir: &Path) -> io::Result<PinnedNamespaces> {
+        let namespaces = OTHERS
+            .iter()
+            .map(|(kind, name)| open_namespace(&dir.join(name), *kind).map(|fd| (*kind, fd)))
+            .collect::<io::Result<_>>()?;
+        Ok(PinnedNamespaces { namespaces })
+    }
+
+    /// Move the calling process (a child about to lock itself down) into these
+    /// namespaces; [`enter_namespaces`] then makes no others, as in a zygote's child.
+    pub fn join(&self) -> Result<(), NamespaceError> {
+        for (kind, fd) in &self.namespaces {
+            // SAFETY: an integer-only system call on an fd we hold; changing this
+            // process's namespaces is the point.
+            if unsafe { libc::setns(fd.as_raw_fd(), *kind) } != 0 {
+                return Err(NamespaceError::Unshare {
+                    what: "net,ipc,uts (join the pinned ones)".into(),
+                    source: io::Error::last_os_error(),
+                });
+            }
+        }
+        IN_SHARED_EMPTY_NAMESPACES.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Open `path` and check that it is a namespace of type `kind` (so a plain file, or a
+/// namespace of another type bound there, is never joined).
+fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<OwnedFd> {
+    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)?;
+    let fs_type = rustix::fs::fstatfs(&file)?.f_type as i64;
+    // SAFETY: NS_GET_NSTYPE takes no argument and returns an integer.
+    let file_kind = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE) };
+    if fs_type != NSFS_MAGIC || file_kind != kind {
+        return Err(io::Error::other(format!("{} is not a pinned namespace", path.display())));
+    }
+    Ok(file.into())
+}
+
+/// Fork a helper that makes new network, IPC and UTS namespaces and binds each of its
+/// `/proc/self/ns` files onto `dir/net`, `dir/ipc`, `dir/uts` (made empty first).
+fn pin_new_empty_namespaces(dir: &Path) -> io::Result<()> {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let mut binds = Vec::new();
+    for (_, name) in OTHERS {
+        let target = dir.join(name);
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&target)?;
+        binds.push((c(&Path::new("/proc/self/ns").join(name))?, c(&target)?));
+    }
+    // SAFETY: the caller is single-threaded; the child makes only system calls on
+    // memory prepared before the fork, and ends with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: namespace flags only; then bind mounts of C strings made above.
+        let status = unsafe {
+            if libc::unshare(all_others()) != 0 {
+                1
+            } else if binds.iter().any(|(source, target)| {
+                libc::mount(source.as_ptr(), target.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0
+            }) {
+                2
+            } else {
+                0
+            }
+        };
+        sys::exit_immediately(status);
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut status = 0;
+    // SAFETY: reaping our own child.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(io::Error::last_os_error());
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (_, step) => Err(io::Error::other(format!(
+            "the helper pinning namespaces in {} failed ({})",
+            dir.display(),
+            if step == 1 { "unshare" } else { "bind mount" }
+        ))),
+    }
 }
 
 /// Create the namespaces. With `best_effort` a kernel refusal yields fewer namespaces

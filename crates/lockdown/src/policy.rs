@@ -51,7 +51,9 @@ impl WorkspaceQuota {
 pub struct Limits {
     /// Bytes of address space the process may add to what it has when the lockdown
     /// runs (`RLIMIT_AS` = current size + this). A forked child inherits its parent's
-    /// mappings, so an absolute limit would mean nothing to the user.
+    /// mappings, so an absolute limit would mean nothing to the user. A program started
+    /// by [`crate::command::spawn`] starts from an empty address space: its
+    /// `RLIMIT_AS` is this.
     pub memory: Option<u64>,
     /// CPU seconds (`RLIMIT_CPU`; SIGXCPU at the limit, SIGKILL a second later).
     pub cpu_seconds: Option<u64>,

@@ -13,7 +13,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Files in, files out, plots.
+// Files in, files out, plots. (A plain comment: with the subcommands deferred, a doc
+// comment here would become the `about` of every subcommand that flattens it.)
 #[derive(clap::Args, Clone, Default)]
 pub struct IoArgs {
     /// Copy a file or directory into the workspace under its base name (repeatable).

@@ -566,6 +566,61 @@ both!(
     }
 );
 
+/// `exec` as root: the program runs in the empty network, IPC and UTS namespaces pinned
+/// in `/run/rsandbox-ns` (made by the first call, joined by every later one), never the
+/// host's, and two calls' programs share them (issue #26: no namespace made per call).
+#[test]
+fn exec_as_root_joins_the_pinned_empty_namespaces() {
+    use std::fs;
+    let _g = shared();
+    let namespaces_of_a_running_program = || {
+        let mut cli = std::process::Command::new(&binaries().cli)
+            .args(["exec", "--", "/bin/sh", "-c", "read line"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("rsandbox exec starts");
+        let children = format!("/proc/{0}/task/{0}/children", cli.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let program = loop {
+            let pid = fs::read_to_string(&children).unwrap_or_default().split_whitespace().next().map(String::from);
+            let comm = pid.as_ref().and_then(|p| fs::read_to_string(format!("/proc/{p}/comm")).ok());
+            // `rsandbox` until the launcher's exec, then the shell (`dash` on Debian).
+            if let (Some(pid), Some(comm)) = (pid, comm) {
+                if comm != "rsandbox\n" {
+                    break pid;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "the program never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let links = ["net", "ipc", "uts"].map(|ns| fs::read_link(format!("/proc/{program}/ns/{ns}")).unwrap());
+        std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"\n").unwrap();
+        assert!(cli.wait().unwrap().success());
+        links
+    };
+    let first = namespaces_of_a_running_program();
+    let second = namespaces_of_a_running_program();
+    assert_eq!(first, second, "two calls share the pinned namespaces");
+    for (ns, link) in ["net", "ipc", "uts"].iter().zip(&first) {
+        assert_ne!(link, &fs::read_link(format!("/proc/self/ns/{ns}")).unwrap(), "{ns}: not the host's");
+        let pinned = std::os::unix::fs::MetadataExt::ino(&fs::metadata(format!("/run/rsandbox-ns/{ns}")).unwrap());
+        assert_eq!(link.to_str().unwrap(), format!("{ns}:[{pinned}]"), "{ns}: the pinned one");
+    }
+}
+
+both!(
+    /// `--memory` is the program's whole address space (`RLIMIT_AS`, as `prlimit --as`
+    /// sets it): `execve` starts it from nothing, so the size of the `rsandbox` process
+    /// that forked it must not be added (it was: 64M gave 79 MiB).
+    fn exec_memory_is_the_programs_address_space(who) {
+        let _g = shared();
+        // dash's `ulimit -v` prints the soft RLIMIT_AS in KiB.
+        let out = rsandbox(who, &["exec", "--memory", "64M", "--", "/bin/sh", "-c", "ulimit -v"]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, format!("{}\n", 64 * 1024), "{out}");
+    }
+);
+
 both!(
     /// The program executes itself only, once: any later exec is a violation, whether
     /// a shell starts `ls`, the ELF interpreter (which Landlock must let run) is asked

@@ -56,6 +56,27 @@ fn memory_parent(options: &EvalOptions, config: &EngineConfig) -> Option<PathBuf
     workspace::memory_parent()
 }
 
+/// The empty network, IPC and UTS namespaces every `exec` as root joins, pinned in
+/// `/run/rsandbox-ns` by the first (see [`lockdown::namespaces::PinnedNamespaces`]), for
+/// a policy that would make its own and could share them as a zygote's children do:
+/// namespaces on, not best effort (which may run without the seccomp and Landlock
+/// scoping sharing relies on), no network by proxy (which needs one of its own), and
+/// root able to make namespaces (a container's root without `CAP_SYS_ADMIN` becomes the
+/// sandbox's user first, in a user namespace that may not join these). `None` when they
+/// cannot be pinned or opened: the program then makes its own, as before, the same layer.
+fn shared_empty_namespaces(policy: &lockdown::Policy) -> Option<lockdown::namespaces::PinnedNamespaces> {
+    let may_share = rustix::process::geteuid().is_root()
+        && policy.namespaces
+        && !policy.best_effort
+        && !policy.network
+        && lockdown::privileges::can_create_namespaces().unwrap_or(false);
+    if !may_share {
+        return None;
+    }
+    let dir = workspace::pinned_namespaces_dir().ok()?;
+    lockdown::namespaces::PinnedNamespaces::open_or_pin(&dir).ok()
+}
+
 /// Run `program args…` under the lockdown and wait for it. Call from a single-threaded
 /// process (the CLI): the child allocates between fork and exec.
 pub fn exec(
@@ -78,8 +99,9 @@ pub fn exec(
     argv.extend(args.iter().cloned());
     let start = Instant::now();
     std::env::set_current_dir(workspace.path()).map_err(EngineError::io("enter the workspace"))?;
-    let spawned =
-        lockdown::command::spawn(&policy, &path, &argv, &env).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let shared = shared_empty_namespaces(&policy);
+    let spawned = lockdown::command::spawn(&policy, &path, &argv, &env, shared.as_ref())
+        .map_err(|e| EngineError::Setup(e.to_string()))?;
     let waited = wait_with_deadline(&spawned, start + options.timeout)?;
     let usage = Usage {
         wall_ms: start.elapsed().as_millis() as u64,

@@ -367,8 +367,21 @@ pub fn default_disk_cap() -> u64 {
 /// The directory of uid locks: root-owned, 0700, not a symlink (fail closed otherwise:
 /// whoever controls it could make two sandboxes share a uid).
 fn uid_lock_dir() -> Result<PathBuf, EngineError> {
+    root_only_dir("rsandbox-uids")
+}
+
+/// Where `rsandbox exec` as root pins the empty namespaces its programs share
+/// ([`lockdown::namespaces::PinnedNamespaces`]): root-owned and 0700 for the same reason
+/// (whoever may write there chooses the namespaces sandboxes join).
+pub(crate) fn pinned_namespaces_dir() -> Result<PathBuf, EngineError> {
+    root_only_dir("rsandbox-ns")
+}
+
+/// `/run/NAME` (the temporary directory's without `/run`), made root-owned and 0700 if
+/// missing, refused if it is anything else.
+fn root_only_dir(name: &str) -> Result<PathBuf, EngineError> {
     let base = if Path::new("/run").is_dir() { PathBuf::from("/run") } else { std::env::temp_dir() };
-    let dir = base.join("rsandbox-uids");
+    let dir = base.join(name);
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -377,7 +390,7 @@ fn uid_lock_dir() -> Result<PathBuf, EngineError> {
     let meta = fs::symlink_metadata(&dir).map_err(EngineError::io(format!("inspect {}", dir.display())))?;
     if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
         return Err(EngineError::Io {
-            what: format!("use {} for uid locks", dir.display()),
+            what: format!("use {}", dir.display()),
             source: io::Error::other("must be a root-owned directory with mode 0700"),
         });
     }
