@@ -404,12 +404,20 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
             ),
             Ok(text) if text.trim().is_empty() => {}
             Ok(text) => {
+                // Parsed once, here: a line that is no request is answered at once.
+                let request = match parse_request(&text) {
+                    Ok(request) => request,
+                    Err((id, code, message)) => {
+                        server.error(&id, code, &message);
+                        continue;
+                    }
+                };
                 // Tool results are answered inline: an execute may be waiting for one.
                 // Interrupts too: one reaches what runs when it is read, never an
                 // execute read after it (on a worker of its own, it could run after
                 // that execute had started, and interrupt it).
-                if answered_inline(&text) {
-                    server.handle(&text);
+                if matches!(request, Request::ToolResult { .. } | Request::SessionInterrupt { .. }) {
+                    server.handle(request);
                     continue;
                 }
                 if server.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
@@ -421,7 +429,7 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
                     server.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
                     continue;
                 }
-                workers.run(&server, text);
+                workers.run(&server, request);
             }
         }
     }
@@ -436,8 +444,8 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 's
 /// session's execute of `1+1`).
 struct Workers {
     /// Requests for the threads.
-    jobs: std::sync::mpsc::Sender<String>,
-    receiver: Arc<Mutex<std::sync::mpsc::Receiver<String>>>,
+    jobs: std::sync::mpsc::Sender<Request>,
+    receiver: Arc<Mutex<std::sync::mpsc::Receiver<Request>>>,
     /// Threads waiting for a request and not yet promised one.
     idle: Arc<std::sync::atomic::AtomicUsize>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -450,7 +458,7 @@ impl Workers {
     }
 
     /// Run `text` on an idle thread, or on a new one when none is idle.
-    fn run(&mut self, server: &Arc<Server>, text: String) {
+    fn run(&mut self, server: &Arc<Server>, request: Request) {
         // Promise the request to an idle thread (taken off the count here, not when the
         // thread wakes, so two requests never wait for the same thread).
         let promised = self.idle.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
@@ -460,14 +468,14 @@ impl Workers {
             self.threads.push(std::thread::spawn(move || loop {
                 // The lock is held only while waiting; a request runs without it.
                 let next = receiver.lock().map_err(drop).and_then(|r| r.recv().map_err(drop));
-                let Ok(text) = next else { return };
-                server.handle(&text);
+                let Ok(request) = next else { return };
+                server.handle(request);
                 server.in_flight.fetch_sub(1, Ordering::SeqCst);
                 idle.fetch_add(1, Ordering::SeqCst);
             }));
         }
         // `self.receiver` lives as long as the sender: sending cannot fail.
-        self.jobs.send(text).expect("the receiver outlives the sender");
+        self.jobs.send(request).expect("the receiver outlives the sender");
     }
 
     /// Wait for every request under way; the idle threads end.
@@ -495,13 +503,6 @@ pub fn parse_request(line: &str) -> Result<Request, (Value, ErrorCode, String)> 
         Some(_) => {}
     }
     serde_json::from_value(raw).map_err(|e| (id, ErrorCode::InvalidRequest, e.to_string()))
-}
-
-/// A tool result or an interrupt: quick, never blocking, and ordered with the lines
-/// after it.
-fn answered_inline(line: &str) -> bool {
-    serde_json::from_str::<Value>(line)
-        .is_ok_and(|v| matches!(v.get("op").and_then(Value::as_str), Some("tool_result" | "session.interrupt")))
 }
 
 /// Reads lines, refusing (and skipping) those longer than [`MAX_LINE`].
@@ -578,11 +579,7 @@ impl Server {
         }
     }
 
-    fn handle(&self, line: &str) {
-        let request = match parse_request(line) {
-            Ok(r) => r,
-            Err((id, code, message)) => return self.error(&id, code, &message),
-        };
+    fn handle(&self, request: Request) {
         match request {
             Request::Eval { id, code, timeout, limits, stream, files, collect, args, globals, typed } => {
                 let answer = self.options(&limits, timeout).and_then(|options| {
