@@ -4,8 +4,8 @@
 //! each live sandbox also gets its own uid/gid from a range nothing else uses, so
 //! `RLIMIT_NPROC` counts that sandbox's processes only and sandboxes cannot signal or
 //! read one another even without Landlock. A uid is held with an exclusive `flock` on
-//! `/run/rsandbox-uids/<uid>` for the sandbox's life, so separate engines (every CLI
-//! call is one) never share one. Directories are removed when the guard drops.
+//! `/run/rsandbox-uids/<uid>` for the sandbox's life (the file is removed with it), so
+//! separate engines (every CLI call is one) never share one. Directories are removed when the guard drops.
 //!
 //! An engine killed without its clean-up (SIGKILL, a crash) cannot remove its root; the
 //! next engine to start under the same parent does ([`WorkspaceRoot::sweep_abandoned`]):
@@ -71,8 +71,26 @@ pub struct Workspace {
     identity: Option<Identity>,
     /// This workspace's share of the budget, returned on drop.
     _reservation: Reservation,
-    /// Holds the uid's lock; closing it (on drop, after the directory is gone) frees the uid.
-    _uid_lock: Option<fs::File>,
+    /// Holds the uid's lock; dropping it (after the directory is gone) frees the uid.
+    _uid_lock: Option<UidLease>,
+}
+
+/// A sandbox uid held: `/run/rsandbox-uids/<uid>`, open and `flock`ed. Dropping it
+/// removes the file, then closes it (so the directory holds only the uids in use, not
+/// one file for every uid ever given out, up to 65 536 tmpfs inodes); whoever locks a
+/// file checks that it is still the one at that path (see `allocate_identity`).
+#[derive(Debug)]
+struct UidLease {
+    path: PathBuf,
+    _file: fs::File,
+}
+
+impl Drop for UidLease {
+    fn drop(&mut self) {
+        // While locked, no other caller can make a new file at this path (they open
+        // this one, and fail to lock it): the path names this lease's file.
+        fs::remove_file(&self.path).ok();
+    }
 }
 
 impl WorkspaceRoot {
@@ -192,7 +210,7 @@ impl WorkspaceRoot {
     }
 
     /// A uid no other live sandbox on this host holds, and its lock.
-    fn allocate_identity(&self) -> Result<(Identity, fs::File), EngineError> {
+    fn allocate_identity(&self) -> Result<(Identity, UidLease), EngineError> {
         let dir = uid_lock_dir()?;
         let mut random = [0u8; 4];
         getrandom(&mut random).map_err(EngineError::io("read random bytes"))?;
@@ -209,8 +227,17 @@ impl WorkspaceRoot {
                 .open(&path)
                 .map_err(EngineError::io(format!("open {}", path.display())))?;
             // Non-blocking: a uid another sandbox holds is skipped, not waited for.
-            if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
-                return Ok((Identity { uid, gid: uid }, file));
+            if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+                continue;
+            }
+            // Its holder may have removed the file between our open and our lock (its
+            // lease ended): a lock on a file no longer at the path holds nothing, and a
+            // new file there may already be someone else's.
+            let held = fs::symlink_metadata(&path).is_ok_and(|at_path| {
+                file.metadata().is_ok_and(|ours| (ours.dev(), ours.ino()) == (at_path.dev(), at_path.ino()))
+            });
+            if held {
+                return Ok((Identity { uid, gid: uid }, UidLease { path, _file: file }));
             }
         }
         Err(EngineError::Io { what: "allocate a sandbox uid".into(), source: io::Error::other("all uids in use") })
@@ -450,6 +477,24 @@ mod tests {
         let root_path = root.path().to_path_buf();
         drop(root);
         assert!(!root_path.exists());
+    }
+
+    /// As root each workspace holds a uid of its own, by a locked file that is removed
+    /// when the workspace goes (not left behind for every uid ever given out).
+    #[test]
+    fn a_uid_is_held_while_its_workspace_lives_and_its_file_goes_with_it() {
+        if rustix::process::geteuid().as_raw() != 0 {
+            return; // no uid per sandbox without root
+        }
+        let root = WorkspaceRoot::create(None, 2_000_000_000, u64::MAX).unwrap();
+        let (a, b) = (root.workspace(0).unwrap(), root.workspace(0).unwrap());
+        let (uid_a, uid_b) = (a.identity().unwrap().uid, b.identity().unwrap().uid);
+        assert_ne!(uid_a, uid_b, "two live sandboxes never share a uid");
+        let lock_of = |uid: u32| uid_lock_dir().unwrap().join(uid.to_string());
+        assert!(lock_of(uid_a).exists() && lock_of(uid_b).exists());
+        drop(a);
+        assert!(!lock_of(uid_a).exists(), "the freed uid's file is removed");
+        assert!(lock_of(uid_b).exists(), "the other is still held");
     }
 
     #[test]
