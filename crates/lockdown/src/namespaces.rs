@@ -82,13 +82,7 @@ impl PinnedNamespaces {
         if let Ok(pinned) = Self::open(dir) {
             return Ok(pinned);
         }
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(dir.join("lock"))?;
+        let lock = open_or_create(&dir.join("lock"))?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
         // Another caller may have pinned them while this one waited.
         if let Ok(pinned) = Self::open(dir) {
@@ -139,6 +133,17 @@ fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<OwnedFd> {
     Ok(file.into())
 }
 
+/// `path`, made empty (mode 0600) if missing; never through a symlink.
+fn open_or_create(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
 /// Fork a helper that makes new network, IPC and UTS namespaces and binds each of its
 /// `/proc/self/ns` files onto `dir/net`, `dir/ipc`, `dir/uts` (made empty first).
 fn pin_new_empty_namespaces(dir: &Path) -> io::Result<()> {
@@ -146,13 +151,7 @@ fn pin_new_empty_namespaces(dir: &Path) -> io::Result<()> {
     let mut binds = Vec::new();
     for (_, name) in OTHERS {
         let target = dir.join(name);
-        fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&target)?;
+        open_or_create(&target)?;
         binds.push((c(&Path::new("/proc/self/ns").join(name))?, c(&target)?));
     }
     // SAFETY: the caller is single-threaded; the child makes only system calls on
