@@ -457,7 +457,7 @@ impl Workers {
         Workers { jobs, receiver: Arc::new(Mutex::new(receiver)), idle: Default::default(), threads: Vec::new() }
     }
 
-    /// Run `text` on an idle thread, or on a new one when none is idle.
+    /// Run `request` on an idle thread, or on a new one when none is idle.
     fn run(&mut self, server: &Arc<Server>, request: Request) {
         // Promise the request to an idle thread (taken off the count here, not when the
         // thread wakes, so two requests never wait for the same thread).

@@ -5,7 +5,8 @@
 //! `RLIMIT_NPROC` counts that sandbox's processes only and sandboxes cannot signal or
 //! read one another even without Landlock. A uid is held with an exclusive `flock` on
 //! `/run/rsandbox-uids/<uid>` for the sandbox's life (the file is removed with it), so
-//! separate engines (every CLI call is one) never share one. Directories are removed when the guard drops.
+//! separate engines (every CLI call is one) never share one. Directories are removed
+//! when the guard drops.
 //!
 //! An engine killed without its clean-up (SIGKILL, a crash) cannot remove its root; the
 //! next engine to start under the same parent does ([`WorkspaceRoot::sweep_abandoned`]):
