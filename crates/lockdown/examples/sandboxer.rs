@@ -35,7 +35,7 @@ fn main() {
     let mut argv = vec![program.display().to_string()];
     argv.extend(rest.iter().cloned());
     let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
-    match lockdown::command::spawn(&policy, &program, &argv, &env, None) {
+    match lockdown::command::spawn(&policy, &program, &argv, &env, None, None) {
         Ok(spawned) => {
             // Not watched here: with the listener closed, any later exec fails (ENOSYS)
             // instead of being reported.

@@ -13,6 +13,7 @@
 //! memfd, a shell) reaches the caller as a violation, in [`Spawned::violations`].
 
 use crate::namespaces::PinnedNamespaces;
+use crate::root_template::RootTemplate;
 use crate::seccomp::{self, SeccompProfile};
 use crate::{apply_before_exec, Policy, SeccompFilters};
 use std::ffi::CString;
@@ -83,7 +84,9 @@ pub struct Spawned {
 /// Start `program` with `args` (argv[0] included) and `env` under `policy`, inheriting
 /// fds 0-2. Returns the child's pid and its violation listener; the caller waits for it
 /// and watches the listener. With `shared`, the child joins those empty network, IPC
-/// and UTS namespaces instead of making its own (as root; see [`PinnedNamespaces`]).
+/// and UTS namespaces instead of making its own (as root; see [`PinnedNamespaces`]);
+/// with `root`, it copies that template's private root instead of building its own
+/// (see [`RootTemplate::open_or_pin`]), when the template fits the policy.
 ///
 /// Refused ([`SpawnError::Threads`]) unless the caller is single-threaded: the child
 /// allocates before `execve`, which is only sound when no other thread can hold a lock.
@@ -93,6 +96,7 @@ pub fn spawn(
     args: &[String],
     env: &[(String, String)],
     shared: Option<&PinnedNamespaces>,
+    root: Option<&RootTemplate>,
 ) -> Result<Spawned, SpawnError> {
     let invalid = |e: &dyn std::fmt::Display| SpawnError::Invalid(e.to_string());
     match thread_count() {
@@ -129,6 +133,9 @@ pub fn spawn(
     let mut envp: Vec<*const libc::c_char> = c_env.iter().map(|a| a.as_ptr()).collect();
     envp.push(std::ptr::null());
 
+    // The child moves its two fds to 3 and 4 first: a template held there would be
+    // closed by the move, so it is not used (the child builds its root itself).
+    let root = root.filter(|t| t.fds().iter().all(|&fd| fd > VIOLATION_FD));
     let mut pipe = [0; 2];
     // SAFETY: `pipe` has room for the two fds the kernel writes.
     if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -154,7 +161,7 @@ pub fn spawn(
         } else if let Err(e) = joined {
             format!("failed to lock the sandbox down: {}", error_chain(&e))
         } else {
-            match apply_before_exec(&policy, &filters, parent) {
+            match apply_before_exec(&policy, &filters, parent, root) {
                 // SAFETY: argv and envp are NULL-terminated arrays of valid C strings that
                 // outlive the call; execve only returns on failure.
                 Ok(_) => unsafe {
@@ -278,7 +285,7 @@ mod tests {
         // The test harness runs this on a thread of its own: the process has several.
         let threads = thread_count().unwrap();
         assert!(threads > 1, "{threads}");
-        let err = spawn(&Policy::default(), Path::new("/bin/true"), &["true".into()], &[], None).unwrap_err();
+        let err = spawn(&Policy::default(), Path::new("/bin/true"), &["true".into()], &[], None, None).unwrap_err();
         assert!(matches!(err, SpawnError::Threads { threads: n } if n > 1), "{err}");
     }
 }

@@ -151,14 +151,15 @@ enum MemoryBaseline {
     Exec,
 }
 
-/// [`apply`] in a process that executes a program right after (see
+/// [`apply_with_root`] in a process that executes a program right after (see
 /// [`MemoryBaseline::Exec`]).
 pub(crate) fn apply_before_exec(
     policy: &Policy,
     filters: &SeccompFilters,
     parent: libc::pid_t,
+    root: Option<&root_template::RootTemplate>,
 ) -> Result<Applied, LockdownError> {
-    apply_counting_memory_from(policy, filters, parent, None, MemoryBaseline::Exec)
+    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::Exec)
 }
 
 /// [`apply`], with the private root copied from `root` when it fits the policy (see

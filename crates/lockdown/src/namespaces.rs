@@ -122,7 +122,7 @@ impl PinnedNamespaces {
 
 /// Open `path` and check that it is a namespace of type `kind` (so a plain file, or a
 /// namespace of another type bound there, is never joined).
-fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<OwnedFd> {
+pub(crate) fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<OwnedFd> {
     let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)?;
     let fs_type = rustix::fs::fstatfs(&file)?.f_type as i64;
     // SAFETY: NS_GET_NSTYPE takes no argument and returns an integer.
@@ -134,7 +134,7 @@ fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// `path`, made empty (mode 0600) if missing; never through a symlink.
-fn open_or_create(path: &Path) -> io::Result<fs::File> {
+pub(crate) fn open_or_create(path: &Path) -> io::Result<fs::File> {
     fs::OpenOptions::new()
         .create(true)
         .truncate(false)

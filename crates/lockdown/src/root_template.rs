@@ -33,6 +33,7 @@ use crate::ruleset::OpenedPath;
 use crate::sys;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,11 @@ pub struct RootShape {
 }
 
 impl RootShape {
+    /// The whole shape in words: what a pinned template's stamp holds.
+    fn text(&self) -> String {
+        format!("{self:?}")
+    }
+
     /// The shape of `policy`'s private root; `None` when it has none a template can give
     /// (no private root, no workspace quota, no namespaces, or best effort, which may go
     /// without the mount namespace).
@@ -212,6 +218,155 @@ impl RootTemplate {
         drop(proc_dir);
         crate::namespaces::enter_other_namespaces()
     }
+}
+
+/// Pinned templates, for one-process-per-call callers as root (`rsandbox exec`), which
+/// have no zygote to keep a [`RootTemplate`] open: the template's mount namespace is
+/// pinned by a bind mount of its `nsfs` file at `DIR/root-<hash of the shape>`, beside a
+/// stamp file `DIR/root-<hash>.shape` holding the whole shape (so a hash collision is
+/// never a wrong root) whose age is the template's. Every later call of the same shape
+/// within [`MAX_AGE`] joins that root (as the zygote's children join theirs) instead of
+/// building its own; an older one is built again. At most [`MAX_PINNED`] are kept:
+/// expired ones are unmounted and removed whenever one is pinned.
+impl RootTemplate {
+    /// The template of `policy`'s private root pinned in `dir` (which the caller made
+    /// root-owned and 0700: whoever may write there chooses the roots sandboxes join),
+    /// built and pinned first when it is missing or expired; concurrent callers
+    /// serialise on `dir/root.lock`. Root only. Forks a helper to build: call it from a
+    /// single-threaded process.
+    pub fn open_or_pin(dir: &std::path::Path, policy: &Policy) -> io::Result<RootTemplate> {
+        let shape = RootShape::of(policy).ok_or_else(|| io::Error::other("no private root to share"))?;
+        if sys::effective_uid() != 0 {
+            return Err(io::Error::other("only root pins root templates"));
+        }
+        let pin = PinPaths::of(dir, &shape);
+        if let Ok(template) = pin.open(&shape) {
+            return Ok(template);
+        }
+        let lock = crate::namespaces::open_or_create(&dir.join("root.lock"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+        // Another caller may have pinned it while this one waited.
+        if let Ok(template) = pin.open(&shape) {
+            return Ok(template);
+        }
+        let template = RootTemplate::build(policy).map_err(io::Error::other)?;
+        // Too many pinned (of shapes still in use): this call uses its template unpinned.
+        if remove_expired_pins(dir)? >= MAX_PINNED {
+            return Ok(template);
+        }
+        // The stamp goes first and comes back last: a reader never takes a new pin for
+        // an old stamp's age, nor an old pin for a new stamp (either would be a template
+        // of this shape anyway).
+        match std::fs::remove_file(&pin.stamp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        detach_all(&pin.namespace)?;
+        crate::namespaces::open_or_create(&pin.namespace)?;
+        let source = std::ffi::CString::new(format!("/proc/self/fd/{}", template.namespace.as_raw_fd()))
+            .map_err(io::Error::other)?;
+        let target = std::ffi::CString::new(pin.namespace.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+        sys::bind_mount(&source, &target)?;
+        let draft = pin.stamp.with_extension("shape.draft");
+        std::fs::write(&draft, shape.text())?;
+        std::fs::rename(&draft, &pin.stamp)?;
+        Ok(template)
+    }
+}
+
+/// At most this many pinned templates at once (each holds a mount namespace and its
+/// overlays); beyond it a caller builds its own root, as it did before templates.
+const MAX_PINNED: usize = 32;
+
+/// Where one shape's template is pinned.
+struct PinPaths {
+    namespace: std::path::PathBuf,
+    stamp: std::path::PathBuf,
+}
+
+impl PinPaths {
+    fn of(dir: &std::path::Path, shape: &RootShape) -> PinPaths {
+        // FNV-1a: the same name for the same shape in every build of rsandbox (the
+        // stamp's full text is what is trusted, not the hash).
+        let hash =
+            shape.text().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let name = format!("{PIN_PREFIX}{hash:016x}");
+        PinPaths { namespace: dir.join(&name), stamp: dir.join(format!("{name}.shape")) }
+    }
+
+    /// The pinned template, when its stamp names this shape and is younger than [`MAX_AGE`].
+    fn open(&self, shape: &RootShape) -> io::Result<RootTemplate> {
+        let age = stamp_age(&self.stamp)?;
+        if age >= MAX_AGE {
+            return Err(io::Error::other("the pinned root template has expired"));
+        }
+        let mut text = String::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.stamp)?
+            .read_to_string(&mut text)?;
+        if text != shape.text() {
+            return Err(io::Error::other("the pinned root template is of another shape"));
+        }
+        let namespace = crate::namespaces::open_namespace(&self.namespace, libc::CLONE_NEWNS)?;
+        Ok(RootTemplate {
+            namespace,
+            user_namespace: None,
+            shape: shape.clone(),
+            built: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            // No helper to open them through: the child opens the rules' paths itself.
+            opened_paths: Vec::new(),
+        })
+    }
+}
+
+/// Pins are named `root-<16 hex digits>`, stamps the same with `.shape`.
+const PIN_PREFIX: &str = "root-";
+
+fn stamp_age(stamp: &std::path::Path) -> io::Result<Duration> {
+    let modified = std::fs::symlink_metadata(stamp)?.modified()?;
+    // A stamp from the future (the clock set back) counts as expired.
+    Ok(modified.elapsed().unwrap_or(Duration::MAX))
+}
+
+/// Detach every mount stacked on `path` (none when it is no mount point).
+fn detach_all(path: &std::path::Path) -> io::Result<()> {
+    let target = path.to_str().ok_or_else(|| io::Error::other("pin path is not UTF-8"))?;
+    for _ in 0..MAX_PINNED {
+        match sys::umount_detach(target) {
+            Ok(()) => {}
+            // Not a mount point (any more), or not there at all.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!("{} stays mounted", path.display())))
+}
+
+/// Unpin and remove the expired templates in `dir` (held under its lock); the number of
+/// live ones left.
+fn remove_expired_pins(dir: &std::path::Path) -> io::Result<usize> {
+    let mut live = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let Some(stamp) = name.to_str().filter(|n| n.starts_with(PIN_PREFIX) && n.ends_with(".shape")) else {
+            continue;
+        };
+        let stamp = dir.join(stamp);
+        if stamp_age(&stamp).is_ok_and(|age| age < MAX_AGE) {
+            live += 1;
+            continue;
+        }
+        let namespace = stamp.with_extension("");
+        std::fs::remove_file(&stamp)?;
+        detach_all(&namespace)?;
+        match std::fs::remove_file(&namespace) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(live)
 }
 
 /// `setns(fd, kind)`.

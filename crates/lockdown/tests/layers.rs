@@ -1471,7 +1471,7 @@ fn command_spawn_runs_a_program_from_a_single_threaded_caller(caller: Caller) {
     let outcome = run(caller, move || {
         check_eq("threads of the forked child", io_ok("thread_count", lockdown::command::thread_count())?, 1)?;
         let program = Path::new("/usr/bin/false");
-        let pid = step("spawn", lockdown::command::spawn(&policy, program, &["false".into()], &[], None))?.pid;
+        let pid = step("spawn", lockdown::command::spawn(&policy, program, &["false".into()], &[], None, None))?.pid;
         let mut status = 0;
         expect_ok("waitpid", unsafe { libc::waitpid(pid, &mut status, 0) }.into())?;
         check_eq("exit status of /usr/bin/false", (libc::WIFEXITED(status), libc::WEXITSTATUS(status)), (true, 1))

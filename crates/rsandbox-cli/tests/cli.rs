@@ -608,6 +608,67 @@ fn exec_as_root_joins_the_pinned_empty_namespaces() {
     }
 }
 
+/// `exec` as root copies a private root built once and pinned in `/run/rsandbox-ns`
+/// (issue #26: no root built per call): calls within the template's age share its
+/// read-only overlays (`/usr` is on the pinned template's overlay, whose device no other
+/// overlay can have while the pin holds it), each still with a workspace of its own; an
+/// expired template, or a stamp that names another shape, is built again (a new mount
+/// namespace at the pin).
+#[test]
+fn exec_as_root_copies_a_pinned_root_template() {
+    use std::fs;
+    let _g = exclusive();
+    // The device of /usr, and what the workspace holds once this call's file is in it.
+    let probe = |name: &str| {
+        let code = format!(
+            "import os, time; open({name:?}, 'w').close(); time.sleep(0.3); \
+             print(os.stat('/usr').st_dev, sorted(os.listdir('.')))"
+        );
+        let out = rsandbox(Who::Root, &["exec", "--", "/usr/bin/python3", "-c", &code]);
+        out.assert_code(0);
+        let (dev, listing) = out.stdout.trim().split_once(' ').unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(listing, format!("[{name:?}]").replace('"', "'"), "only this call's file:{out}");
+        dev.to_string()
+    };
+    let first = probe("first");
+    let python = fs::canonicalize("/usr/bin/python3").unwrap();
+    let stamp = fs::read_dir("/run/rsandbox-ns")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "shape")
+                && fs::read_to_string(p).is_ok_and(|t| t.contains(python.to_str().unwrap()))
+        })
+        .expect("a pinned template's stamp names the program");
+    let pin = stamp.with_extension("");
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(mounts.contains(&format!(" {} ", pin.display())), "{} is pinned:\n{mounts}", pin.display());
+    // The pinned namespace's id (a bound nsfs file has its namespace's inode).
+    let pinned = || std::os::unix::fs::MetadataExt::ino(&fs::metadata(&pin).unwrap());
+    let before = pinned();
+    assert_eq!(probe("second"), first, "a second call copies the same template");
+    assert_eq!(pinned(), before, "and pins nothing new");
+    let expire = || {
+        let old = std::time::SystemTime::now() - Duration::from_secs(120);
+        fs::File::options().write(true).open(&stamp).unwrap().set_modified(old).unwrap();
+    };
+    expire();
+    let rebuilt = probe("rebuilt");
+    let rebuilt_ns = pinned();
+    assert_ne!(rebuilt_ns, before, "an expired template is built again");
+    // Two at once, each seeing only its own workspace, both in the one template.
+    let concurrent = std::thread::spawn(move || probe("left"));
+    let right = probe("right");
+    let left = concurrent.join().unwrap();
+    assert_eq!((&left, &right), (&rebuilt, &rebuilt), "calls within its age share the template");
+    let text = fs::read_to_string(&stamp).unwrap();
+    fs::write(&stamp, "another shape").unwrap();
+    probe("again");
+    assert_ne!(pinned(), rebuilt_ns, "a stamp of another shape is not trusted: built again");
+    assert_eq!(fs::read_to_string(&stamp).unwrap(), text, "and stamped again");
+}
+
 both!(
     /// `--memory` is the program's whole address space (`RLIMIT_AS`, as `prlimit --as`
     /// sets it): `execve` starts it from nothing, so the size of the `rsandbox` process

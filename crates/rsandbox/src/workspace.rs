@@ -44,6 +44,9 @@ pub struct WorkspaceRoot {
 #[derive(Debug)]
 struct RootDir {
     path: PathBuf,
+    /// A directory other processes use at the same time (see
+    /// [`WorkspaceRoot::share_mount_points`]): kept when the engine ends.
+    shared: bool,
     /// The directory itself, open and `flock`ed until the engine drops it (after the
     /// directory is removed: fields drop after `WorkspaceRoot`'s own `Drop`).
     _alive: fs::File,
@@ -132,6 +135,31 @@ impl WorkspaceRoot {
         Ok(self)
     }
 
+    /// Put the workspaces that have a disk quota in `dir`, a root-owned directory that
+    /// other processes share at the same time (made 0700 if missing): `rsandbox exec` as
+    /// root, whose pinned root template holds the workspaces' parent directory, so that
+    /// every call's workspace must lie in the same one. Each name holds this process's
+    /// pid, so no two live processes pick the same; `dir` outlives the engine. Like
+    /// [`Self::with_mount_points_in_memory`], only for a config whose quota'd workspaces
+    /// are the sandbox's own tmpfs: nothing is ever written to these directories.
+    pub fn share_mount_points(&mut self, dir: PathBuf) -> Result<(), EngineError> {
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(EngineError::io(format!("create {}", dir.display()))(e)),
+        }
+        let opened = open_dir(&dir).and_then(|file| {
+            let meta = file.metadata()?;
+            if meta.uid() != 0 || meta.mode() & 0o077 != 0 {
+                return Err(io::Error::other("must be a root-owned directory with mode 0700"));
+            }
+            Ok(file)
+        });
+        let file = opened.map_err(EngineError::io(format!("use {}", dir.display())))?;
+        self.mount_points = Some(RootDir { path: dir, shared: true, _alive: file });
+        Ok(())
+    }
+
     /// Run every sandbox as `identity` (when root) instead of a fresh uid each.
     pub fn with_fixed_identity(mut self, identity: Option<Identity>) -> WorkspaceRoot {
         self.fixed_identity = identity;
@@ -188,12 +216,23 @@ impl WorkspaceRoot {
             *next += 1;
             *next
         };
-        let parent = &self.mount_points.as_ref().filter(|_| quota > 0).unwrap_or(&self.dir).path;
-        let path = parent.join(format!("ws-{n}"));
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(EngineError::io(format!("create {}", path.display())))?;
+        let parent = self.mount_points.as_ref().filter(|_| quota > 0).unwrap_or(&self.dir);
+        let path = if parent.shared {
+            parent.path.join(format!("ws-{}-{n}", std::process::id()))
+        } else {
+            parent.path.join(format!("ws-{n}"))
+        };
+        let created = fs::DirBuilder::new().mode(0o700).create(&path).or_else(|e| {
+            // In a shared directory, a name of this pid left by an earlier process of the
+            // same pid (killed before it removed its workspace): no live one can hold it.
+            if parent.shared && e.kind() == io::ErrorKind::AlreadyExists {
+                remove_tree(&path);
+                fs::DirBuilder::new().mode(0o700).create(&path)
+            } else {
+                Err(e)
+            }
+        });
+        created.map_err(EngineError::io(format!("create {}", path.display())))?;
         let (identity, uid_lock) = match (self.as_root, self.fixed_identity) {
             (true, Some(id)) => (Some(id), None),
             (true, None) => {
@@ -266,7 +305,7 @@ fn refuse_root_that_cannot_switch_users() -> Result<(), EngineError> {
 impl Drop for WorkspaceRoot {
     fn drop(&mut self) {
         remove_tree(&self.dir.path);
-        if let Some(dir) = &self.mount_points {
+        if let Some(dir) = self.mount_points.as_ref().filter(|d| !d.shared) {
             remove_tree(&dir.path);
         }
     }
@@ -288,7 +327,7 @@ fn make_root_dir(parent: &Path) -> Result<RootDir, EngineError> {
     let path = parent.join(format!("{ROOT_PREFIX}{name}"));
     let renamed = locked.and_then(|dir| fs::rename(&new, &path).map(|()| dir));
     match renamed {
-        Ok(dir) => Ok(RootDir { path, _alive: dir }),
+        Ok(dir) => Ok(RootDir { path, shared: false, _alive: dir }),
         Err(e) => {
             fs::remove_dir(&new).ok();
             Err(EngineError::io(format!("create {}", path.display()))(e))
