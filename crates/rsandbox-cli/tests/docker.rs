@@ -128,3 +128,42 @@ fn in_docker_with_user_namespaces_allowed_every_layer_holds() {
         text(&out)
     );
 }
+
+/// `rsandbox exec` in a container, root and user: under Docker's profile with
+/// `--no-namespaces`; where user namespaces are allowed, with every layer (a violation
+/// still ends a second exec); and as root with `CAP_SYS_ADMIN`, which may make and join
+/// namespaces itself, through the pinned private root and namespaces, twice in one
+/// container (the second call copies what the first pinned).
+#[test]
+fn in_docker_exec_runs_its_program_under_every_layer_the_container_allows() {
+    const UNCONFINED: &[&str] = &["--security-opt", "seccomp=unconfined"];
+    for (who, identity) in [("root", ROOT), ("user", USER_NO_CAPS)] {
+        let Some(out) = rsandbox(identity, &["exec", "--no-namespaces", "--", "/bin/sh", "-c", "echo hi"]) else {
+            return;
+        };
+        assert!(out.status.success(), "{who}:{}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n", "{who}:{}", text(&out));
+        let args: Vec<&str> = UNCONFINED.iter().chain(identity).copied().collect();
+        let out = rsandbox(&args, &["exec", "--", "/bin/sh", "-c", "echo hi"]).unwrap();
+        assert!(out.status.success(), "{who}:{}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n", "{who}:{}", text(&out));
+        let out = rsandbox(&args, &["exec", "--json", "--", "/bin/sh", "-c", "/bin/ls"]).unwrap();
+        assert_eq!(out.status.code(), Some(9), "{who}: a violation:{}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(r#""violation":"execve""#), "{who}:{}", text(&out));
+    }
+    let image = docker::image().expect("checked above");
+    let twice = format!("{CLI} exec -- /bin/pwd && {CLI} exec -- /bin/pwd && ls /run/rsandbox-ns");
+    let args = ["--security-opt", "seccomp=unconfined", "--cap-add", "SYS_ADMIN", "-e", "RSANDBOX_NO_DAEMON=1"];
+    let out = docker::docker_run(image, &args, false, &["/bin/sh", "-c", &twice]).output().expect("run docker");
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines.len() > 2 && lines[..2].iter().all(|l| l.starts_with("/dev/shm/rsandbox-exec-workspaces/ws-")),
+        "both in the shared workspace directory:{}",
+        text(&out)
+    );
+    assert_ne!(lines[0], lines[1], "each call a workspace of its own:{}", text(&out));
+    let pins = lines[2..].iter().filter(|l| l.starts_with("root-") && !l.ends_with(".shape")).count();
+    assert_eq!(pins, 1, "one template pinned, and copied by the second call:{}", text(&out));
+}
