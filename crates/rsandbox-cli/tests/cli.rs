@@ -630,7 +630,14 @@ fn exec_as_root_copies_a_pinned_root_template() {
         assert_eq!(listing, format!("[{name:?}]").replace('"', "'"), "only this call's file:{out}");
         dev.to_string()
     };
+    // A workspace left by a killed call (its pid gone) is removed by the next call.
+    let mut gone = std::process::Command::new("/bin/true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let left = std::path::Path::new("/dev/shm/rsandbox-exec-workspaces").join(format!("ws-{dead}-1"));
+    fs::create_dir_all(&left).unwrap();
     let first = probe("first");
+    assert!(!left.exists(), "{} is removed", left.display());
     let python = fs::canonicalize("/usr/bin/python3").unwrap();
     let stamp = fs::read_dir("/run/rsandbox-ns")
         .unwrap()

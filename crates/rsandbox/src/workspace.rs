@@ -156,6 +156,7 @@ impl WorkspaceRoot {
             Ok(file)
         });
         let file = opened.map_err(EngineError::io(format!("use {}", dir.display())))?;
+        sweep_workspaces_of_dead_processes(&dir);
         self.mount_points = Some(RootDir { path: dir, shared: true, _alive: file });
         Ok(())
     }
@@ -307,6 +308,27 @@ impl Drop for WorkspaceRoot {
         remove_tree(&self.dir.path);
         if let Some(dir) = self.mount_points.as_ref().filter(|d| !d.shared) {
             remove_tree(&dir.path);
+        }
+    }
+}
+
+/// Remove the workspaces in a shared directory ([`WorkspaceRoot::share_mount_points`])
+/// whose process is gone (killed before it removed its own): each is named
+/// `ws-<pid>-<n>`, and only the process of that pid uses it. A pid that a new process
+/// has taken keeps its leftovers until that one ends. Best effort, like
+/// [`WorkspaceRoot::sweep_abandoned`]: these are mount points, never written to.
+fn sweep_workspaces_of_dead_processes(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix("ws-")).and_then(|n| n.split_once('-'));
+        let Some(pid) = pid.and_then(|(pid, _)| pid.parse::<i32>().ok()).and_then(rustix::process::Pid::from_raw)
+        else {
+            continue;
+        };
+        // ESRCH only: a process we may not signal (EPERM) is alive.
+        if rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH) {
+            remove_tree(&entry.path());
         }
     }
 }
