@@ -275,7 +275,7 @@ impl RootTemplate {
 }
 
 /// At most this many pinned templates at once (each holds a mount namespace and its
-/// overlays); beyond it a caller builds its own root, as it did before templates.
+/// overlays); beyond it a caller uses the template it built without pinning it.
 const MAX_PINNED: usize = 32;
 
 /// Where one shape's template is pinned.
