@@ -803,6 +803,11 @@ impl SandboxChild {
         }
         if self.output.kept() + self.reports.buffered() > run.max_output {
             self.stop(run, KillReason::OutputLimit);
+            // Nothing more of this child's is read (the loop above reads nothing over the
+            // limit): its channel goes now. Left open, it stayed readable, so every poll
+            // returned at once and the supervisor spun a core until the exit grace ended
+            // the request (5 s more for every output limit reached through a result).
+            self.ctl = None;
         }
         loop {
             match self.reports.next_report() {
