@@ -217,6 +217,12 @@ local({
   check_json("json: nested list", list(1, "a", list(b = TRUE, c = NULL, d = c(x = 1))),
              "[1,\"a\",{\"b\":true,\"c\":null,\"d\":{\"x\":1}}]")
   check_json("json: partly named list is an array", list(a = 1, 2), "[1,2]")
+  check_json("json: named scalars (a tool call's arguments)",
+             list(x = 1, y = "a\"b", z = TRUE, w = NA, n = 2L, "k\u00e9" = 0.1),
+             "{\"x\":1,\"y\":\"a\\\"b\",\"z\":true,\"w\":null,\"n\":2,\"k\u00e9\":0.1}")
+  check_json("json: named list with a vector in it", list(x = 1:2, y = "a"), "{\"x\":[1,2],\"y\":\"a\"}")
+  check_json("json: named list with another attribute", structure(list(x = 1), extra = TRUE), "{\"x\":1}")
+  check_json("json: named list with a name missing", structure(list(1, 2), names = c("a", NA)), "[1,2]")
   check_json("json: length-1 list is an array", list(5), "[5]")
   check_json("json: empty list", list(), "[]")
   deep <- 1
@@ -377,6 +383,28 @@ local({
             "warning('first'); stop('second')",
             result_json(status = "error", warnings = "[{\"message\":\"first\",\"call\":null}]",
                         error = "{\"message\":\"second\",\"call\":null,\"trace\":[\"stop(\\\"second\\\")\"]}"))
+  # One tryCatch() serves the whole request (.rsb_eval): what it logged, and where it
+  # stopped, are the request's own.
+  check_run("eval: messages and warnings of one request are not the next one's",
+            { run("message('m'); warning('w'); 1"); "2" },
+            result_json(value = "2", visible = TRUE))
+  check_run("eval: under options(error), what each expression logged is kept",
+            "options(error = expression(NULL))\nmessage('a')\nstop('b')\nwarning('c')\n3",
+            result_json(value = "3", visible = TRUE, messages = "[\"a\\n\"]",
+                        warnings = "[{\"message\":\"c\",\"call\":null}]"))
+  options(error = NULL)
+  check_run("eval: a later expression's error keeps the earlier expressions' value",
+            "x <- 1\nx\nstop('late')",
+            result_json(status = "error", value = "1",
+                        error = "{\"message\":\"late\",\"call\":null,\"trace\":[\"stop(\\\"late\\\")\"]}"))
+  check_run("eval: a condition that is both an error and an interrupt is an error",
+            "stop(structure(class = c('interrupt', 'error', 'condition'), list(message = 'both', call = NULL)))",
+            result_json(status = "error",
+                        error = "{\"message\":\"both\",\"call\":null,\"trace\":[\"stop(structure(class = c(\\\"interrupt\\\", \\\"error\\\", \\\"condition\\\"), list(message = \\\"both\\\", call = NULL)))\"]}"))
+  check_run("eval: an interrupt signalled by code ends it as interrupted",
+            "x <- 1\nsignalCondition(structure(class = c('interrupt', 'condition'), list()))\nx <- 2",
+            result_json(status = "interrupted"))
+  check("eval: the interrupted request stopped where it was interrupted", identical(get("x", globalenv()), 1))
 
   # --- evaluation: RNG -------------------------------------------------------
   seeded <- run("set.seed(1); runif(2)")$json
