@@ -73,6 +73,7 @@
 .rsb_state$png_type <- "cairo"
 .rsb_state$devices <- 0L
 .rsb_state$seeded <- FALSE
+.rsb_state$stream <- FALSE
 
 .rsb_max_depth <- 100L
 .rsb_max_printed <- 10000L
@@ -308,13 +309,14 @@ rsandbox_prepare_zygote <- function(preload = character(), warm = TRUE) {
 # ---------------------------------------------------------------------------
 # Evaluation
 
-# The host passes each flag as "0" or "1". Primitives (`==`, `if`, `$`, `length`) rather
-# than closures (identical(), isTRUE()) on this path: a call of a closure of base costs
-# 5 000-14 000 instructions of every request (callgrind), a primitive a few hundred.
+# The host passes each flag as "0" or "1". On a request's path: primitives (`==`, `if`,
+# `$`, `length`) rather than closures of base (identical(), isTRUE()), each of which costs
+# 5 000-14 000 instructions of every request (callgrind), and a field of `.rsb_state`
+# written only when it changes (`.rsb_state$x <- v` is a complex assignment: ~6 000).
 rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
-  .rsb_state$stream <- stream == "1"
-  .rsb_state$echo <- echo != "0"
-  .rsb_eval(code, plot_dir)
+  stream <- stream == "1"
+  if (.rsb_state$stream != stream) .rsb_state$stream <- stream
+  .rsb_eval(code, plot_dir, echo != "0")
 }
 
 # One request, from its code to its result. Everything from parsing to the last top-level
@@ -326,12 +328,11 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
 # caches are cold); a level per step (the request, the parse, each expression) was a
 # third of a `1 + 1` request's time in R. After an error, when options(error) asks R to
 # go on, the next expression runs under the same handlers made again.
-.rsb_eval <- function(code, plot_dir) {
+.rsb_eval <- function(code, plot_dir, echo) {
   # Taken first, so that a request's globals never outlive it (a syntax error included).
   request <- .rsb_request_values()
-  .rsb_state$typed <- request$typed
   options(rsandbox.plot_dir = plot_dir)
-  .rsb_state$devices <- 0L
+  if (.rsb_state$devices) .rsb_state$devices <- 0L
   # Once per child: every child draws its own numbers, while a session's later
   # evaluations continue one stream (set.seed() in one execute still governs the
   # next, as in any R session).
@@ -340,10 +341,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     .rsb_state$seeded <- TRUE
   }
   code <- enc2utf8(as.character(code))
-  # What the request logged (collectors made at the first message or warning).
-  .rsb_state$messages <- NULL
-  .rsb_state$warning_messages <- NULL
-  .rsb_state$warning_calls <- NULL
+  # What the request logs (collectors made at the first message or warning).
+  if (!is.null(.rsb_state$messages)) .rsb_state$messages <- NULL
+  if (!is.null(.rsb_state$warning_messages)) .rsb_state$warning_messages <- .rsb_state$warning_calls <- NULL
 
   phase <- "parse"
   exprs <- NULL
@@ -370,8 +370,9 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
       if (is.null(refusal)) withCallingHandlers(
         while (i < length(exprs)) {
           i <- i + 1L
-          .rsb_state$warned <- list()
-          .rsb_state$calls <- NULL
+          # The deferred warnings of this top-level call. (`calls` needs no reset: an
+          # error that reaches the calling handler below always ends the block next.)
+          if (!is.null(.rsb_state$warned)) .rsb_state$warned <- NULL
           toplevel_expr <- exprs[[i]]
           # Rscript parses each top-level expression as it reaches it, so once code sets
           # options(keep.source = TRUE) the functions it defines after that keep their
@@ -384,13 +385,13 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
           # As Rscript's REPL: in globalenv() (or the allowlist's environment),
           # auto-printing a visible value.
           res <- withVisible(eval(toplevel_expr, .rsb_env()))
-          if (res$visible && .rsb_state$echo) .rsb_autoprint(res$value)
+          if (res$visible && echo) .rsb_autoprint(res$value)
           # As R's REPL: warnings() (last.warning) holds the last top-level call's warnings.
           if (length(.rsb_state$warned)) .rsb_set_last_warning(.rsb_state$warned)
           visible <- res$visible
           # Without echo, as eval() would: the last value, visible or not.
           # Boxed: the value may be the empty symbol, which cannot be bound to a name.
-          if (visible || !.rsb_state$echo) value <- list(res$value)
+          if (visible || !echo) value <- list(res$value)
         },
         warning = .rsb_on_warning,
         message = .rsb_on_message,
@@ -463,7 +464,7 @@ rsandbox_eval <- function(code, plot_dir, stream = "0", echo = "1") {
     # uses) draws on devices of its own, which this process's count does not see.
     plotted = .rsb_state$devices > 0L || isNamespaceLoaded("parallel"),
     value = if (is.null(value) || is.null(value[[1]])) "null" else rsandbox_to_json(value[[1]]),
-    value_typed = if (!.rsb_state$typed) NULL else if (is.null(value)) "null" else rsandbox_to_typed_json(value[[1]]),
+    value_typed = if (!request$typed) NULL else if (is.null(value)) "null" else rsandbox_to_typed_json(value[[1]]),
     visible = visible,
     messages = messages,
     warning_messages = warning_messages,
