@@ -143,19 +143,7 @@ impl WorkspaceRoot {
     /// [`Self::with_mount_points_in_memory`], only for a config whose quota'd workspaces
     /// are the sandbox's own tmpfs: nothing is ever written to these directories.
     pub fn share_mount_points(&mut self, dir: PathBuf) -> Result<(), EngineError> {
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(EngineError::io(format!("create {}", dir.display()))(e)),
-        }
-        let opened = open_dir(&dir).and_then(|file| {
-            let meta = file.metadata()?;
-            if meta.uid() != 0 || meta.mode() & 0o077 != 0 {
-                return Err(io::Error::other("must be a root-owned directory with mode 0700"));
-            }
-            Ok(file)
-        });
-        let file = opened.map_err(EngineError::io(format!("use {}", dir.display())))?;
+        let file = open_root_only_dir(&dir)?;
         sweep_workspaces_of_dead_processes(&dir);
         self.mount_points = Some(RootDir { path: dir, shared: true, _alive: file });
         Ok(())
@@ -471,19 +459,34 @@ pub(crate) fn pinned_namespaces_dir() -> Result<PathBuf, EngineError> {
 fn root_only_dir(name: &str) -> Result<PathBuf, EngineError> {
     let base = if Path::new("/run").is_dir() { PathBuf::from("/run") } else { std::env::temp_dir() };
     let dir = base.join(name);
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+    open_root_only_dir(&dir)?;
+    Ok(dir)
+}
+
+/// `dir`, made root-owned and 0700 if missing, and opened; refused if it is anything
+/// else (not a directory, a symlink, another owner's, open to others). The checks are
+/// of the opened directory, so the name cannot be swapped between them and its use.
+fn open_root_only_dir(dir: &Path) -> Result<fs::File, EngineError> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(EngineError::io(format!("create {}", dir.display()))(e)),
     }
-    let meta = fs::symlink_metadata(&dir).map_err(EngineError::io(format!("inspect {}", dir.display())))?;
-    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o077 != 0 {
-        return Err(EngineError::Io {
-            what: format!("use {}", dir.display()),
-            source: io::Error::other("must be a root-owned directory with mode 0700"),
+    let refused = || io::Error::other("must be a root-owned directory with mode 0700");
+    let opened = open_dir(dir)
+        .map_err(|e| match e.raw_os_error() {
+            // A symlink (O_NOFOLLOW) or not a directory (O_DIRECTORY).
+            Some(libc::ELOOP | libc::ENOTDIR) => refused(),
+            _ => e,
+        })
+        .and_then(|file| {
+            let meta = file.metadata()?;
+            if meta.uid() != 0 || meta.mode() & 0o077 != 0 {
+                return Err(refused());
+            }
+            Ok(file)
         });
-    }
-    Ok(dir)
+    opened.map_err(EngineError::io(format!("use {}", dir.display())))
 }
 
 /// Remove a tree the sandbox may have made awkward (a directory chmod'ed to 000).
@@ -524,6 +527,32 @@ fn getrandom(buf: &mut [u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_only_directory_is_made_private_and_anything_else_refused() {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: only root owns a root-only directory");
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let fresh = base.path().join("fresh");
+        open_root_only_dir(&fresh).unwrap();
+        assert_eq!(fs::symlink_metadata(&fresh).unwrap().mode() & 0o7777, 0o700);
+        let open_to_others = base.path().join("open");
+        fs::create_dir(&open_to_others).unwrap();
+        fs::set_permissions(&open_to_others, fs::Permissions::from_mode(0o755)).unwrap();
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&fresh, &link).unwrap();
+        let file = base.path().join("file");
+        fs::write(&file, "").unwrap();
+        for refused in [&open_to_others, &link, &file] {
+            let e = open_root_only_dir(refused).unwrap_err();
+            let reason = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
+            assert_eq!(reason, "must be a root-owned directory with mode 0700", "{}", refused.display());
+            assert_eq!(e.to_string(), format!("failed to use {}", refused.display()));
+        }
+    }
 
     #[test]
     fn workspaces_are_private_and_removed() {
