@@ -3,27 +3,41 @@
 # also run each CLI scenario as an unprivileged user the tests create).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+# Each step's time, printed as it ends and summed up at the exit (pass or fail): CI's
+# budget is 45 minutes on two cores, and this says which step spends it.
+steps=()
+step() {
+    local start=$SECONDS
+    "$@"
+    steps+=("$((SECONDS - start)) s  $*")
+    echo "test.sh: $((SECONDS - start)) s: $*" >&2
+}
+summary() {
+    echo "test.sh: time per step (total ${SECONDS} s):" >&2
+    printf '  %s\n' "${steps[@]}" >&2
+}
+trap summary EXIT
+step scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 # Style first: formatting and lints are part of the tests.
-cargo fmt --all --check
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+step cargo fmt --all --check
+step cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The CLI tests run the real binaries, zygote included: build them first.
-cargo build --workspace --quiet
-cargo test --workspace -- --test-threads=2
+step cargo build --workspace --quiet
+step cargo test --workspace -- --test-threads=2
 # Each fuzz target for a bounded time from its committed corpus (about a minute).
-scripts/fuzz.sh
+step scripts/fuzz.sh
 # The deployment files: Kubernetes manifests against the API schemas, compose and
 # Kubernetes starting the same commands, HAProxy's config (seconds).
-scripts/deploy-check.sh
+step scripts/deploy-check.sh
 # The R package, over the binary just built.
-scripts/test-r.sh
+step scripts/test-r.sh
 # R's documentation examples in the sandbox against plain Rscript's outcomes (cached in
 # tests/r-examples/plain-r-baseline.tsv; about 2 minutes on two shared cores:
 # RSANDBOX_SKIP_R_EXAMPLES=1 skips them, e.g. when a separate CI job runs
 # scripts/r-examples.sh by package).
 if [ -z "${RSANDBOX_SKIP_R_EXAMPLES:-}" ]; then
-    scripts/r-examples.sh
+    step scripts/r-examples.sh
 fi
 # The bench's cost ratios against the committed bench/results/latest.json, issue #26's
 # CI check (scripts/bench-check.sh: P6 and S1 run again, ~30 s, and a ratio more than
@@ -31,6 +45,6 @@ fi
 # of the workspace, ~5-7 minutes more on two shared cores: RSANDBOX_SKIP_BENCH_CHECK=1
 # skips it.
 if [ -z "${RSANDBOX_SKIP_BENCH_CHECK:-}" ]; then
-    cargo build --workspace --release --quiet
-    scripts/bench-check.sh
+    step cargo build --workspace --release --quiet
+    step scripts/bench-check.sh
 fi
