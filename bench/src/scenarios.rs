@@ -526,6 +526,13 @@ pub fn p6(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) {
         Err(e) => report.skip(scenario, "rsandbox exec -- /bin/true", &e),
     }
     runners.push(runner("/bin/true", false, || vec![time_cmd(&["/bin/true"])]));
+    // The floor under every `rsandbox` command: its own process start (dynamic loading,
+    // relocation, argument parsing, exit) with no sandbox, so that the row above reads as
+    // this plus the sandbox's cost.
+    let mut start =
+        runner("rsandbox --version (the CLI's process start)", false, || vec![time_cmd(&[&cli, "--version"])]);
+    start.note = "no sandbox: what every rsandbox command costs before it does anything".into();
+    runners.push(start);
     match &peers.unshare {
         Ok(()) => runners.push(runner("unshare -Urnpf --mount-proc /bin/true", false, || {
             vec![time_cmd(&["unshare", "-Urnpf", "--mount-proc", "/bin/true"])]
