@@ -3,7 +3,7 @@
 //! Every rsandbox command starts this binary, so its process start is the floor under
 //! `rsandbox exec` (bench P6). Rust's standard library asks for the unwinder as
 //! `-lgcc_s`; the shared `libgcc_s.so.1` runs a constructor (`__cpu_indicator_init`)
-//! that executes `cpuid` about fifteen times, and in a virtual machine each `cpuid`
+//! that executes `cpuid` twelve times, and in a virtual machine each `cpuid`
 //! traps to the hypervisor (6 µs each on the project's machine). GCC ships the same
 //! unwinder as a static archive, `libgcc_eh.a`, without that constructor. A directory
 //! of our own, searched before the system's, holds it under the name `-lgcc_s` finds
