@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use wire::messages::{ZygoteEvent, ZygoteRequest};
 use wire::zygote_link::{SpawnFds, StartUp, ZygoteLink};
 
@@ -35,6 +35,11 @@ pub type Routed = (ZygoteEvent, Option<OwnedFd>);
 
 type Routes = Arc<Mutex<HashMap<u64, Sender<Routed>>>>;
 
+/// Called by the event thread after it has passed on a child's `Exited` report, and once
+/// more when the zygote stops: how the engine's reaper learns that a retired child is
+/// gone without the request that retired it waking anyone ([`Zygote::on_child_exit`]).
+pub type ExitHook = Arc<dyn Fn() + Send + Sync>;
+
 /// A running zygote.
 pub struct Zygote {
     link: Arc<ZygoteLink>,
@@ -45,6 +50,7 @@ pub struct Zygote {
     info: ZygoteInfo,
     /// Its PSS per resident byte: its children's meters start from it.
     pss_share: crate::meter::PssShare,
+    exit_hook: Arc<OnceLock<ExitHook>>,
 }
 
 /// Where `rsandbox-zygote` is: explicit path, `$RSANDBOX_ZYGOTE`, or beside this
@@ -149,9 +155,16 @@ impl Zygote {
         let routes: Routes = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
         let process = Arc::new(Mutex::new(process));
-        spawn_router(link.clone(), routes.clone(), alive.clone(), process.clone());
+        let exit_hook: Arc<OnceLock<ExitHook>> = Arc::default();
+        spawn_router(link.clone(), routes.clone(), alive.clone(), process.clone(), exit_hook.clone());
         let pss_share = crate::meter::PssShare::of_zygote(info.pid as i32);
-        Ok(Zygote { link, process, routes, alive, next_req: AtomicU64::new(1), info, pss_share })
+        Ok(Zygote { link, process, routes, alive, next_req: AtomicU64::new(1), info, pss_share, exit_hook })
+    }
+
+    /// Call `hook` after each child's exit report is passed on, and when the zygote stops
+    /// (set once; a second hook is ignored).
+    pub fn on_child_exit(&self, hook: ExitHook) {
+        let _ = self.exit_hook.set(hook);
     }
 
     /// What the zygote reported at start-up.
@@ -213,7 +226,13 @@ fn spawn_router(
     routes: Routes,
     alive: Arc<AtomicBool>,
     process: Arc<Mutex<std::process::Child>>,
+    exit_hook: Arc<OnceLock<ExitHook>>,
 ) {
+    let exited = move || {
+        if let Some(hook) = exit_hook.get() {
+            hook();
+        }
+    };
     std::thread::Builder::new()
         .name("rsandbox-zygote-events".into())
         .spawn(move || {
@@ -239,10 +258,14 @@ fn spawn_router(
                         break;
                     }
                 };
+                let is_exit = matches!(event, ZygoteEvent::Exited { .. });
                 let route = routes.lock().expect("routes").get(&req).cloned();
                 if let Some(tx) = route {
                     // The evaluation may have given up (timeout); then nobody needs this.
                     tx.send((event, fd)).ok();
+                }
+                if is_exit {
+                    exited();
                 }
             }
             let was_alive = alive.swap(false, Ordering::SeqCst);
@@ -254,6 +277,7 @@ fn spawn_router(
             }
             // Dropping the senders wakes every waiting evaluation with "disconnected".
             routes.lock().expect("routes").clear();
+            exited();
         })
         .expect("failed to start the zygote event thread");
 }
