@@ -637,10 +637,10 @@ const REAPER_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 impl Reaper {
     fn start() -> Arc<Reaper> {
         let reaper = Arc::new(Reaper { queue: Mutex::default(), wake: std::sync::Condvar::new() });
-        let theirs = reaper.clone();
+        let for_thread = reaper.clone();
         std::thread::Builder::new()
             .name("rsandbox-reaper".into())
-            .spawn(move || theirs.run())
+            .spawn(move || for_thread.run())
             .expect("failed to start the reaper thread");
         reaper
     }
