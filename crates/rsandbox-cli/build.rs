@@ -12,7 +12,7 @@
 //! `perf stat -r 400`: 1.22-1.25 ms -> 1.10-1.17 ms). Panics unwind and backtraces
 //! print as before. Where the C compiler has no `libgcc_eh.a`, the build says so and
 //! links the shared library as before: this is start-up time, not a security layer.
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
@@ -37,5 +37,5 @@ fn main() {
 fn static_unwinder(cc: &str) -> Option<PathBuf> {
     let out = Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    (out.status.success() && path.is_absolute() && Path::new(&path).is_file()).then_some(path)
+    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
 }
