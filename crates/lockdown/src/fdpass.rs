@@ -41,6 +41,41 @@ pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io:
 /// Returns the number of bytes; `Ok((0, []))` at end of stream. A message or fd list
 /// larger than the buffers is an error, never silently cut.
 pub fn recv(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut fds = Vec::new();
+    match recv_each_fd(socket, buffer, |fd| fds.push(fd))? {
+        Received::Whole(bytes) => Ok((bytes, fds)),
+        Received::Cut => Err(io::Error::new(io::ErrorKind::InvalidData, "message or fds truncated")),
+    }
+}
+
+/// [`recv`] for a message of at most one fd, allocating nothing: for a parent whose
+/// child still runs in its memory (see `command::spawn`). More fds than one are closed
+/// and make it an error.
+pub fn recv_one(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    let (mut first, mut more) = (None, false);
+    let received = recv_each_fd(socket, buffer, |fd| match first {
+        None => first = Some(fd),
+        Some(_) => more = true, // `fd` is closed here
+    })?;
+    match received {
+        // Plain kinds, not messages: a message would be allocated.
+        Received::Whole(_) if more => Err(io::ErrorKind::InvalidData.into()),
+        Received::Whole(bytes) => Ok((bytes, first)),
+        Received::Cut => Err(io::ErrorKind::InvalidData.into()),
+    }
+}
+
+/// A message as [`recv_each_fd`] read it.
+enum Received {
+    /// All of it: this many bytes.
+    Whole(usize),
+    /// Longer than the buffers (bytes or fds).
+    Cut,
+}
+
+/// Receive one message into `buffer`, handing each fd that came with it to `take`
+/// before any check (so that on error they are closed, not leaked). Allocates nothing.
+fn recv_each_fd(socket: impl AsFd, buffer: &mut [u8], mut take: impl FnMut(OwnedFd)) -> io::Result<Received> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let received = loop {
@@ -50,15 +85,13 @@ pub fn recv(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Vec<Owne
             Err(e) => return Err(e.into()),
         }
     };
-    // Take the fds before any check, so that on error they are closed, not leaked.
-    let mut fds = Vec::new();
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(rights) = message {
-            fds.extend(rights);
+            rights.for_each(&mut take);
         }
     }
     if received.flags.intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC) {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "message or fds truncated"));
+        return Ok(Received::Cut);
     }
-    Ok((received.bytes, fds))
+    Ok(Received::Whole(received.bytes))
 }

@@ -566,6 +566,64 @@ both!(
     }
 );
 
+both!(
+    /// A launch that fails says why in the child's words, whether the lockdown failed
+    /// (before the child sent its seccomp listener) or the exec did (after the
+    /// supervisor let it through): the child runs in the CLI's memory until its exec,
+    /// and its words come back the same.
+    fn exec_says_why_a_launch_failed(who) {
+        let _g = shared();
+        let not_a_program = fixture("not-a-program", b"no ELF, no #!\n");
+        set_modes(&[(&not_a_program, 0o755)]);
+        let out = rsandbox(who, &["exec", "--", not_a_program.to_str().unwrap()]);
+        out.assert_code(11);
+        assert!(out.stderr.contains("failed to execute") && out.stderr.contains("Exec format error"), "{out}");
+        if who == Who::User {
+            let out = rsandbox(who, &["exec", "--nice", "-5", "--", "/bin/true"]);
+            out.assert_code(11);
+            assert!(out.stderr.contains("failed to lock the sandbox down: failed to set the scheduling priority to nice -5"), "{out}");
+        }
+    }
+);
+
+/// The sandbox's identity switch and non-dumpable step mark the memory the launching
+/// child shares with the CLI (`lockdown::command::spawn` clones with `CLONE_VM`): the
+/// CLI puts its own dumpability back once the child has exec'd, so an ordinary user's
+/// `rsandbox exec` keeps its `/proc` entries (they turn root's when it is not dumpable).
+#[test]
+fn exec_leaves_the_cli_dumpable() {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    let _g = shared();
+    let account = test_user();
+    let mut cli = std::process::Command::new(&binaries().cli)
+        .args(["exec", "--", "/bin/sh", "-c", "read line"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("RSANDBOX_NO_DAEMON", "1")
+        .current_dir("/")
+        .uid(account.uid)
+        .gid(account.gid)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("rsandbox exec starts");
+    let children = format!("/proc/{0}/task/{0}/children", cli.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let pid = std::fs::read_to_string(&children).unwrap_or_default().split_whitespace().next().map(String::from);
+        let comm = pid.and_then(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok());
+        if comm.is_some_and(|c| c != "rsandbox\n") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the program never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let owner = std::fs::metadata(format!("/proc/{}/fd", cli.id())).unwrap().uid();
+    std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"\n").unwrap();
+    assert!(cli.wait().unwrap().success());
+    assert_eq!(owner, account.uid, "the CLI's /proc/PID/fd is its user's while its program runs");
+}
+
 /// `exec` as root: the program runs in the empty network, IPC and UTS namespaces pinned
 /// in `/run/rsandbox-ns` (made by the first call, joined by every later one), never the
 /// host's, and two calls' programs share them (issue #26: no namespace made per call).
