@@ -36,6 +36,13 @@ pub struct Insn {
     k: u32,
 }
 
+/// `program` with every `return from` made `return to`: the same program for another
+/// violation action, when `from` is a value only violations return (a program is built
+/// the same way whatever its violation value; only its returns differ).
+pub fn with_violation_action(program: &[Insn], from: u32, to: u32) -> Vec<Insn> {
+    program.iter().map(|i| if i.code == RET_K && i.k == from { Insn { k: to, ..*i } } else { *i }).collect()
+}
+
 /// `SECCOMP_RET_ALLOW`.
 pub const RET_ALLOW: u32 = 0x7fff_0000;
 /// `SECCOMP_RET_KILL_PROCESS`: for a foreign architecture or an x32 call.

@@ -11,7 +11,7 @@ use crate::zygote::ZygoteInfo;
 use lockdown::policy::{READ_ONLY_DEVICES, READ_WRITE_DEVICES};
 use lockdown::{Limits, Policy, WorkspaceQuota};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// What every sandbox gets, R or not: system libraries read-only, its workspace (on a
@@ -166,8 +166,31 @@ pub fn r_child_environment(info: &ZygoteInfo, workspace: &Workspace) -> Vec<(Str
 pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
     use std::os::unix::fs::FileExt;
     let file = File::open(path)?;
-    let mut head = Vec::new();
-    (&file).take(4096).read_to_end(&mut head)?;
+    // One read of the first page, which holds the `#!` line or, in every ELF we met, the
+    // program headers and the interpreter's name too (issue #26: `Read::take` read it
+    // in 32, 32, 64… byte pieces, a system call each, twice per `exec`).
+    let mut page = vec![0u8; 4096];
+    let mut len = 0;
+    while len < page.len() {
+        match file.read_at(&mut page[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let head = &page[..len];
+    // `size` bytes at `offset`: from the first page when they are in it.
+    let bytes_at = |offset: u64, size: usize| -> io::Result<Vec<u8>> {
+        match head.get(offset as usize..).and_then(|rest| rest.get(..size)) {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => {
+                let mut bytes = vec![0u8; size];
+                file.read_exact_at(&mut bytes, offset)?;
+                Ok(bytes)
+            }
+        }
+    };
     if let Some(rest) = head.strip_prefix(b"#!") {
         let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
         let text = String::from_utf8_lossy(line);
@@ -179,12 +202,11 @@ pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
     let u16_at = |buf: &[u8], o: usize| u16::from_le_bytes([buf[o], buf[o + 1]]) as u64;
     let u32_at = |buf: &[u8], o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
     let u64_at = |buf: &[u8], o: usize| u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
+    let (phoff, phentsize, phnum) = (u64_at(head, 32), u16_at(head, 54), u16_at(head, 56));
     if phentsize < 56 || phnum > 256 {
         return Ok(None); // not program headers we understand
     }
-    let mut headers = vec![0u8; (phentsize * phnum) as usize];
-    file.read_exact_at(&mut headers, phoff)?;
+    let headers = bytes_at(phoff, (phentsize * phnum) as usize)?;
     for ph in headers.chunks_exact(phentsize as usize) {
         const PT_INTERP: u32 = 3;
         if u32_at(ph, 0) == PT_INTERP {
@@ -192,8 +214,7 @@ pub fn interpreter_of(path: &Path) -> io::Result<Option<PathBuf>> {
             if size > 4096 {
                 return Ok(None);
             }
-            let mut name = vec![0u8; size as usize];
-            file.read_exact_at(&mut name, offset)?;
+            let name = bytes_at(offset, size as usize)?;
             let text = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
             return Ok(Some(PathBuf::from(text)));
         }
