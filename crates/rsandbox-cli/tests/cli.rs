@@ -566,6 +566,24 @@ both!(
     }
 );
 
+/// The pid of the program a running `rsandbox exec` started, once it runs (the child
+/// is `rsandbox` until the launcher's exec, then the program).
+fn running_program_of(cli: &std::process::Child) -> String {
+    let children = format!("/proc/{0}/task/{0}/children", cli.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let pid = std::fs::read_to_string(&children).unwrap_or_default().split_whitespace().next().map(String::from);
+        let comm = pid.as_ref().and_then(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok());
+        if let (Some(pid), Some(comm)) = (pid, comm) {
+            if comm != "rsandbox\n" {
+                return pid;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "the program never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 both!(
     /// A launch that fails says why in the child's words, whether the lockdown failed
     /// (before the child sent its seccomp listener) or the exec did (after the
@@ -607,17 +625,7 @@ fn exec_leaves_the_cli_dumpable() {
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("rsandbox exec starts");
-    let children = format!("/proc/{0}/task/{0}/children", cli.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let pid = std::fs::read_to_string(&children).unwrap_or_default().split_whitespace().next().map(String::from);
-        let comm = pid.and_then(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok());
-        if comm.is_some_and(|c| c != "rsandbox\n") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the program never started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    running_program_of(&cli);
     let owner = std::fs::metadata(format!("/proc/{}/fd", cli.id())).unwrap().uid();
     std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"\n").unwrap();
     assert!(cli.wait().unwrap().success());
@@ -637,20 +645,7 @@ fn exec_as_root_joins_the_pinned_empty_namespaces() {
             .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("rsandbox exec starts");
-        let children = format!("/proc/{0}/task/{0}/children", cli.id());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let program = loop {
-            let pid = fs::read_to_string(&children).unwrap_or_default().split_whitespace().next().map(String::from);
-            let comm = pid.as_ref().and_then(|p| fs::read_to_string(format!("/proc/{p}/comm")).ok());
-            // `rsandbox` until the launcher's exec, then the shell (`dash` on Debian).
-            if let (Some(pid), Some(comm)) = (pid, comm) {
-                if comm != "rsandbox\n" {
-                    break pid;
-                }
-            }
-            assert!(std::time::Instant::now() < deadline, "the program never started");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        };
+        let program = running_program_of(&cli);
         let links = ["net", "ipc", "uts"].map(|ns| fs::read_link(format!("/proc/{program}/ns/{ns}")).unwrap());
         std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"\n").unwrap();
         assert!(cli.wait().unwrap().success());
