@@ -135,9 +135,11 @@ pub fn spawn(
     let mut envp: Vec<*const libc::c_char> = c_env.iter().map(|a| a.as_ptr()).collect();
     envp.push(std::ptr::null());
 
-    // The child moves its two fds to 3 and 4 first: a template held there would be
-    // closed by the move, so it is not used (the child builds its root itself).
+    // The child moves its two fds to 3 and 4 first: a template or pinned namespaces held
+    // there would be closed by the move, so they are not used (the child builds its root
+    // and makes its namespaces itself, the same layers).
     let root = root.filter(|t| t.fds().iter().all(|&fd| fd > VIOLATION_FD));
+    let shared = shared.filter(|s| s.fds().all(|fd| fd > VIOLATION_FD));
     let mut pipe = [0; 2];
     // SAFETY: `pipe` has room for the two fds the kernel writes.
     if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -165,7 +167,7 @@ pub fn spawn(
         } else if let Err(e) = joined {
             format!("failed to lock the sandbox down: {}", error_chain(&e))
         } else {
-            match apply_before_exec(policy, filters, parent, root) {
+            match apply_before_exec(policy, filters, parent, root, shared.is_some()) {
                 // SAFETY: argv and envp are NULL-terminated arrays of valid C strings that
                 // outlive the call; execve only returns on failure.
                 Ok(_) => unsafe {
@@ -232,12 +234,18 @@ pub fn spawn(
 
 /// The child's stack while it runs in the parent's memory (`CLONE_VM`): no page tables
 /// are copied at the clone, neither side copies a page it writes, and the child's exec
-/// drops the shared memory instead of tearing down a copy of it (about 0.2 ms of an
-/// `rsandbox exec` on a 2-core VM, a tenth of its time). The rule that buys: from the
+/// drops the shared memory instead of tearing down a copy of it (an `rsandbox exec`
+/// took 0.87-0.88 of the forked build's time on a 2-core VM). The rule that buys: from the
 /// clone until the child has exec'd or is gone ([`await_launch`]), the parent allocates
 /// nothing and changes nothing the child reads (the borrows of the child's closure see
 /// to the second), and the child touches nothing of the parent's but what it borrows
-/// and the allocator, which the parent leaves alone meanwhile. Mapped lazily, as large
+/// and the allocator, which the parent leaves alone meanwhile: no static of the
+/// lockdown's is written on its way (one was: `PinnedNamespaces::join`'s flag, which
+/// would have told a later child of the parent that it was in namespaces it was not).
+/// Both share one thread-local block, errno in it: while the child locks itself down
+/// the parent waits in `recvmsg` (rustix's, which sets no errno), and its libc calls
+/// come after the listener, once the child's decisions are made (at worst the words of
+/// a failed `execve` could mix). Mapped lazily, as large
 /// as a main thread's stack, its lowest page a guard.
 struct ChildStack {
     base: *mut std::ffi::c_void,

@@ -152,14 +152,16 @@ enum MemoryBaseline {
 }
 
 /// [`apply_with_root`] in a process that executes a program right after (see
-/// [`MemoryBaseline::Exec`]).
+/// [`MemoryBaseline::Exec`]); `joined_shared`: it joined pinned empty network, IPC and
+/// UTS namespaces ([`namespaces::PinnedNamespaces::join`]), which it then keeps.
 pub(crate) fn apply_before_exec(
     policy: &Policy,
     filters: &SeccompFilters,
     parent: libc::pid_t,
     root: Option<&root_template::RootTemplate>,
+    joined_shared: bool,
 ) -> Result<Applied, LockdownError> {
-    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::Exec)
+    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::Exec, joined_shared)
 }
 
 /// [`apply`], with the private root copied from `root` when it fits the policy (see
@@ -172,7 +174,7 @@ pub fn apply_with_root(
     parent: libc::pid_t,
     root: Option<&root_template::RootTemplate>,
 ) -> Result<Applied, LockdownError> {
-    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::CurrentSize)
+    apply_counting_memory_from(policy, filters, parent, root, MemoryBaseline::CurrentSize, false)
 }
 
 fn apply_counting_memory_from(
@@ -181,6 +183,7 @@ fn apply_counting_memory_from(
     parent: libc::pid_t,
     root: Option<&root_template::RootTemplate>,
     baseline: MemoryBaseline,
+    joined_shared: bool,
 ) -> Result<Applied, LockdownError> {
     policy.validate()?;
     let as_root = sys::effective_uid() == 0;
@@ -219,7 +222,8 @@ fn apply_counting_memory_from(
     let namespaces = match template {
         Some(template) if !as_root => template.enter_without_root()?,
         _ if policy.namespaces => {
-            namespaces::enter_namespaces(root_makes_namespaces, policy.best_effort, policy.network)?
+            let in_shared = joined_shared || namespaces::in_shared_empty_namespaces();
+            namespaces::enter_namespaces_from(root_makes_namespaces, policy.best_effort, policy.network, in_shared)?
         }
         _ => Vec::new(),
     };

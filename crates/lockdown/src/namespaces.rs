@@ -102,8 +102,15 @@ impl PinnedNamespaces {
         Ok(PinnedNamespaces { namespaces })
     }
 
+    /// The fds it holds.
+    pub(crate) fn fds(&self) -> impl Iterator<Item = std::os::fd::RawFd> + '_ {
+        self.namespaces.iter().map(|(_, fd)| fd.as_raw_fd())
+    }
+
     /// Move the calling process (a child about to lock itself down) into these
-    /// namespaces; [`enter_namespaces`] then makes no others, as in a zygote's child.
+    /// namespaces; its lockdown, told so, then makes no others, as in a zygote's child.
+    /// No flag of this process records it: `command::spawn`'s child runs in its
+    /// parent's memory, which stays in the host's namespaces.
     pub fn join(&self) -> Result<(), NamespaceError> {
         for (kind, fd) in &self.namespaces {
             // SAFETY: an integer-only system call on an fd we hold; changing this
@@ -115,7 +122,6 @@ impl PinnedNamespaces {
                 });
             }
         }
-        IN_SHARED_EMPTY_NAMESPACES.store(true, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -198,6 +204,24 @@ fn pin_new_empty_namespaces(dir: &Path) -> io::Result<()> {
 /// them; they are still reported as `net`, `ipc` and `uts`, namespaces apart from the
 /// host's.
 pub fn enter_namespaces(as_root: bool, best_effort: bool, network: bool) -> Result<Created, NamespaceError> {
+    enter_namespaces_from(as_root, best_effort, network, in_shared_empty_namespaces())
+}
+
+/// Whether [`share_empty_namespaces`] moved this process (or the parent it was forked
+/// from) into empty namespaces of its own.
+pub(crate) fn in_shared_empty_namespaces() -> bool {
+    IN_SHARED_EMPTY_NAMESPACES.load(Ordering::Relaxed)
+}
+
+/// [`enter_namespaces`] from namespaces the caller says it is in: `in_shared`, shared
+/// empty network, IPC and UTS namespaces (made by [`share_empty_namespaces`] or joined by
+/// [`PinnedNamespaces::join`]).
+pub(crate) fn enter_namespaces_from(
+    as_root: bool,
+    best_effort: bool,
+    network: bool,
+    in_shared: bool,
+) -> Result<Created, NamespaceError> {
     let mut created = Vec::new();
     if !as_root {
         match enter_user_namespace() {
@@ -207,7 +231,7 @@ pub fn enter_namespaces(as_root: bool, best_effort: bool, network: bool) -> Resu
             Err(e) => return Err(e),
         }
     }
-    let shared = as_root && !best_effort && IN_SHARED_EMPTY_NAMESPACES.load(Ordering::Relaxed);
+    let shared = as_root && !best_effort && in_shared;
     let flags = OTHERS
         .iter()
         .filter(|(flag, _)| !shared || (network && *flag == libc::CLONE_NEWNET))

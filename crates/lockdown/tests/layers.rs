@@ -1479,6 +1479,54 @@ fn command_spawn_runs_a_program_from_a_single_threaded_caller(caller: Caller) {
     assert_eq!(outcome, Outcome::Passed);
 }
 
+/// A spawned child runs in its parent's memory until its exec (`CLONE_VM`), so nothing
+/// it records may stick to the parent: after a child that joined pinned empty
+/// namespaces, the next one the same process spawns without them still makes its own,
+/// and runs in neither the host's network namespace nor the pinned one.
+#[test]
+fn command_spawn_leaves_no_joined_namespaces_behind() {
+    let ws = Workspace::new(RUN_AS);
+    let pins = ws.root.join("pins");
+    fs::create_dir(&pins).unwrap();
+    fs::set_permissions(&pins, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let loader = fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
+        .or_else(|_| fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
+        .unwrap();
+    let sleep = fs::canonicalize("/bin/sleep").unwrap();
+    let policy = Policy { executable: vec![sleep.clone(), loader], ..realistic_policy(Caller::Root, &ws) };
+    let pin_dir = pins.clone();
+    let outcome = run(Caller::Root, move || {
+        let pins = pin_dir;
+        let net_of =
+            |pid: libc::pid_t| io_ok("read a net namespace link", fs::read_link(format!("/proc/{pid}/ns/net")));
+        let host = net_of(std::process::id() as libc::pid_t)?;
+        // Held above fds 3 and 4, which the child takes for its own (pins held there
+        // are not used).
+        let _low = [0, 1, 2].map(|_| fs::File::open("/dev/null").unwrap());
+        let pinned = io_ok("pin empty namespaces", lockdown::namespaces::PinnedNamespaces::open_or_pin(&pins))?;
+        let mut seen = Vec::new();
+        for shared in [Some(&pinned), None] {
+            let args = ["sleep".to_string(), "5".to_string()];
+            let pid = step("spawn", lockdown::command::spawn(&policy, &sleep, &args, &[], shared, None))?.pid;
+            seen.push(net_of(pid)?);
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            expect_ok("waitpid", unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) }.into())?;
+        }
+        let pinned_net = std::os::unix::fs::MetadataExt::ino(&io_ok(
+            "stat the pinned net namespace",
+            fs::metadata(pins.join("net")),
+        )?);
+        check_eq("the first child's net namespace", seen[0].clone(), PathBuf::from(format!("net:[{pinned_net}]")))?;
+        check_eq("the second child's is its own", (seen[1] != host, seen[1] != seen[0]), (true, true))
+    });
+    for name in ["net", "ipc", "uts"] {
+        let pin = std::ffi::CString::new(pins.join(name).into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a path we own; unpinning the test's namespaces so its workspace goes.
+        unsafe { libc::umount2(pin.as_ptr(), libc::MNT_DETACH) };
+    }
+    assert_eq!(outcome, Outcome::Passed);
+}
+
 fn realistic_policy(caller: Caller, ws: &Workspace) -> Policy {
     Policy {
         read_only: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"].into_iter().map(PathBuf::from).collect(),

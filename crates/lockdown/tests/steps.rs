@@ -9,7 +9,7 @@ use std::path::Path;
 /// words DESIGN.md's item for it starts with.
 const STEPS: [(&str, &str, &str, &str); 6] = [
     ("process", "process::isolate_process(", "ProcessError", "New process group"),
-    ("namespaces", "namespaces::enter_namespaces(", "NamespaceError", "Namespaces"),
+    ("namespaces", "namespaces::enter_namespaces_from(", "NamespaceError", "Namespaces"),
     ("privileges", "privileges::drop_privileges(", "PrivilegeError", "The nice value"),
     ("ruleset", "ruleset::restrict_filesystem_and_network(", "LandlockError", "Landlock"),
     ("rlimits", "rlimits::apply_limits(", "RlimitError", "rlimits"),
