@@ -278,7 +278,9 @@ impl ChildStack {
 
 impl Drop for ChildStack {
     fn drop(&mut self) {
-        // SAFETY: our mapping, which no child runs on any more (see `spawn`).
+        // SAFETY: our mapping, which no child runs on any more (see `spawn`). A refusal
+        // (none is expected for a whole mapping of ours) would leave 8 MiB of address
+        // space mapped, nothing the sandbox could reach: a drop has no caller to tell.
         unsafe { rustix::mm::munmap(self.base, CHILD_STACK) }.ok();
     }
 }
@@ -359,25 +361,20 @@ impl Launch {
     /// The launch as `spawn` returns it, once the child has exec'd or been reaped (so
     /// allocating is safe again); `errors` is the error pipe, read for the child's words.
     fn into_result(self, mut errors: std::fs::File) -> Result<OwnedFd, SpawnError> {
-        let mut said = |default: &str| {
-            let mut report = String::new();
-            match errors.read_to_string(&mut report) {
+        // The child's words, after the bytes of them read already; `default` if none.
+        let mut said = |already: &[u8], default: &str| {
+            let mut report = already.to_vec();
+            match errors.read_to_end(&mut report) {
                 Ok(_) if report.is_empty() => SpawnError::Child(default.into()),
-                Ok(_) => SpawnError::Child(report),
+                Ok(_) => SpawnError::Child(String::from_utf8_lossy(&report).into()),
                 Err(source) => SpawnError::Parent { call: "read the error pipe", source },
             }
         };
         Err(match self {
             Launch::Started(listener) => return Ok(listener),
-            Launch::NoListener => said("the sandbox sent no seccomp listener"),
-            Launch::NeverExecuted => said("the sandbox never reached its exec"),
-            // Its first byte was read already.
-            Launch::ExecFailed(first) => match said("") {
-                SpawnError::Child(rest) => {
-                    SpawnError::Child(String::from_utf8_lossy(&[&[first], rest.as_bytes()].concat()).into())
-                }
-                other => other,
-            },
+            Launch::NoListener => said(&[], "the sandbox sent no seccomp listener"),
+            Launch::NeverExecuted => said(&[], "the sandbox never reached its exec"),
+            Launch::ExecFailed(first) => said(&[first], ""),
             Launch::OtherCall(syscall) => SpawnError::Child(format!(
                 "the sandbox made system call {} before its program started",
                 seccomp::syscall_name(syscall).unwrap_or("?")

@@ -1509,7 +1509,9 @@ fn command_spawn_leaves_no_joined_namespaces_behind() {
             let args = ["sleep".to_string(), "5".to_string()];
             let pid = step("spawn", lockdown::command::spawn(&policy, &sleep, &args, &[], shared, None))?.pid;
             seen.push(net_of(pid)?);
+            // SAFETY: ending and reaping our own child, whose namespace was read.
             unsafe { libc::kill(pid, libc::SIGKILL) };
+            // SAFETY: as above.
             expect_ok("waitpid", unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) }.into())?;
         }
         let pinned_net = std::os::unix::fs::MetadataExt::ino(&io_ok(
