@@ -29,7 +29,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -290,12 +290,17 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Serves connections until the daemon is idle for `idle` or told to stop; returns once
+/// every connection's thread has ended, so that the caller's engine is the last clone
+/// and its directories go when it is dropped (a thread still serving held a clone, and
+/// the daemon exited with its directories left behind: seen in CI, where the
+/// connection of `daemon --stop` itself was still being served).
 fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
-    let active = Arc::new(AtomicUsize::new(0));
+    let connections = Connections::default();
     let last_seen = Arc::new(Mutex::new(Instant::now()));
     let me = rustix::process::geteuid().as_raw();
-    loop {
+    let result = loop {
         match listener.accept() {
             Ok((stream, _)) => {
                 stream.set_nonblocking(false)?;
@@ -303,20 +308,21 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                     continue; // dropped unanswered: not this user's
                 }
                 *last_seen.lock().expect("clock") = Instant::now();
-                active.fetch_add(1, Ordering::SeqCst);
-                let (engine, active, last_seen) = (engine.clone(), active.clone(), last_seen.clone());
+                let (Ok(reader), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else {
+                    continue; // out of descriptors: this client sees its connection close
+                };
+                let handle = connections.open(closer);
+                let (engine, last_seen) = (engine.clone(), last_seen.clone());
                 std::thread::spawn(move || {
-                    if let Ok(reader) = stream.try_clone() {
-                        fronts::stdio::serve(engine, BufReader::new(reader), stream);
-                    }
+                    fronts::stdio::serve(engine, BufReader::new(reader), stream);
                     *last_seen.lock().expect("clock") = Instant::now();
-                    active.fetch_sub(1, Ordering::SeqCst);
+                    drop(handle);
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let quiet = last_seen.lock().expect("clock").elapsed();
-                if STOP.load(Ordering::SeqCst) || (active.load(Ordering::SeqCst) == 0 && quiet >= idle) {
-                    return Ok(());
+                if STOP.load(Ordering::SeqCst) || (connections.active() == 0 && quiet >= idle) {
+                    break Ok(());
                 }
                 // Waking every 200 ms to look at the idle clock; an interrupted or failed
                 // wait only means the loop looks again sooner.
@@ -325,7 +331,53 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 rustix::event::poll(&mut fds, Some(&tick)).ok();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => break Err(e.into()),
+        }
+    };
+    connections.end_all();
+    result
+}
+
+/// The connections being served: each thread's handle counts it while it runs, and
+/// [`Connections::end_all`] lets the stopping daemon wait for them.
+#[derive(Default)]
+struct Connections {
+    open: Arc<Mutex<std::collections::HashMap<u64, UnixStream>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// One connection's place in [`Connections`]; dropped when its thread ends.
+struct ConnectionHandle {
+    id: u64,
+    open: Arc<Mutex<std::collections::HashMap<u64, UnixStream>>>,
+}
+
+impl Drop for ConnectionHandle {
+    fn drop(&mut self) {
+        self.open.lock().expect("connections").remove(&self.id);
+    }
+}
+
+impl Connections {
+    fn open(&self, closer: UnixStream) -> ConnectionHandle {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        self.open.lock().expect("connections").insert(id, closer);
+        ConnectionHandle { id, open: self.open.clone() }
+    }
+
+    fn active(&self) -> usize {
+        self.open.lock().expect("connections").len()
+    }
+
+    /// Ends reading on every connection, so each finishes the requests it has read
+    /// (their answers still go out) and sees its input end; then waits for their threads.
+    fn end_all(&self) {
+        for stream in self.open.lock().expect("connections").values() {
+            // A connection its client already closed cannot be shut down: it ends anyway.
+            stream.shutdown(std::net::Shutdown::Read).ok();
+        }
+        while self.active() > 0 {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
