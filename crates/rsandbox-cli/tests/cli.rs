@@ -1385,3 +1385,39 @@ fn the_next_engine_removes_what_a_killed_one_left() {
     drop(stdin);
     assert!(next.wait().unwrap().success());
 }
+
+/// The `rsandbox` binary is a static PIE (`build.rs`: every command's process start is
+/// the floor under `exec`): no program interpreter to load, and still what the dynamic
+/// link gave the supervisor's own code: a position-independent executable (a random
+/// load address), read-only relocations (`PT_GNU_RELRO`) and every symbol bound at start
+/// (`DF_1_NOW`).
+#[test]
+fn the_binary_is_a_static_pie_with_full_relro() {
+    let elf = std::fs::read(env!("CARGO_BIN_EXE_rsandbox")).unwrap();
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "not a 64-bit ELF file");
+    const ET_DYN: u16 = 3;
+    assert_eq!(u16_at(0x10), ET_DYN, "not position-independent");
+    let (table, size, count) = (u64_at(0x20), u16_at(0x36) as usize, u16_at(0x38) as usize);
+    let headers: Vec<(u32, usize, usize)> =
+        (0..count).map(|i| table + i * size).map(|h| (u32_at(h), u64_at(h + 8), u64_at(h + 32))).collect();
+    const PT_DYNAMIC: u32 = 2;
+    const PT_INTERP: u32 = 3;
+    const PT_GNU_RELRO: u32 = 0x6474_e552;
+    assert!(headers.iter().all(|h| h.0 != PT_INTERP), "the binary names a program interpreter: linked dynamically");
+    assert!(headers.iter().any(|h| h.0 == PT_GNU_RELRO), "no PT_GNU_RELRO");
+    // The dynamic section's (tag, value) pairs: no DT_NEEDED library, and DF_1_NOW.
+    let &(_, offset, length) = headers.iter().find(|h| h.0 == PT_DYNAMIC).expect("a static PIE has a dynamic section");
+    let entries: Vec<(u64, u64)> =
+        (offset..offset + length).step_by(16).map(|e| (u64_at(e) as u64, u64_at(e + 8) as u64)).collect();
+    const DT_NEEDED: u64 = 1;
+    const DT_FLAGS_1: u64 = 0x6fff_fffb;
+    const DF_1_NOW: u64 = 1;
+    assert!(entries.iter().all(|e| e.0 != DT_NEEDED), "the binary needs a shared library");
+    assert!(
+        entries.iter().any(|&(tag, value)| tag == DT_FLAGS_1 && value & DF_1_NOW != 0),
+        "symbols not bound at start"
+    );
+}

@@ -377,3 +377,30 @@ fn a_carried_session_keeps_the_network_it_was_made_with() {
     drop(b);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A name without a `hosts` override is resolved by the supervisor's own resolver, the
+/// C library linked into the `rsandbox` binary (a static PIE, `build.rs`): `localhost`,
+/// allowed by name, resolves through `/etc/hosts` to the loopback address, which the
+/// proxy refuses after the allowlist, naming the address it found.
+#[test]
+fn a_name_without_an_override_is_resolved_by_the_system_resolver() {
+    let _lock = shared();
+    if !is_root() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rsandbox-resolver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("profile.toml");
+    std::fs::write(&profile, "extends = \"strict\"\n[network]\nallow = [\"localhost\"]\nconnect_timeout = 2\n")
+        .unwrap();
+    let (out, json) = run_r(&profile, "x <- readLines(url('https://localhost/'))", &[]);
+    assert_outcome(&out, &json, "error", 1);
+    let record = &records(&json)[0];
+    assert_eq!((&record["host"], &record["allowed"]), (&Value::from("localhost"), &Value::from(false)), "{out}");
+    let reason = record["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("localhost resolves to 127.0.0.1") || reason.contains("localhost resolves to ::1"),
+        "not refused for the address the resolver gave: {out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
