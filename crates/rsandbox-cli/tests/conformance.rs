@@ -1363,6 +1363,20 @@ fn every_front_stopped_leaves_no_directory_behind() {
         assert!(Instant::now() < deadline, "the daemon did not start serving");
         std::thread::sleep(Duration::from_millis(100));
     };
+    // A client that stays connected, idle after one answer: its connection's thread holds
+    // the daemon's engine, which must still be dropped (its directories with it) when
+    // the daemon stops (it exited with them left behind while a connection was served).
+    let socket = std::fs::read_dir(base.join("rsandbox"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .expect("the daemon's socket");
+    let mut idle_client = std::os::unix::net::UnixStream::connect(&socket).expect("connect to the daemon");
+    writeln!(idle_client, r#"{{"op":"eval","id":1,"code":"1+1"}}"#).unwrap();
+    let mut answer = String::new();
+    BufReader::new(&idle_client).read_line(&mut answer).unwrap();
+    assert!(answer.contains(r#""outcome":"ok""#), "the daemon's socket: {answer}");
     let stopped = front.command().args(["daemon", "--stop"]).output().expect("daemon --stop runs");
     // Running, or a zombie its reaper has not collected yet.
     let alive = |pid: u32| {
@@ -1378,4 +1392,7 @@ fn every_front_stopped_leaves_no_directory_behind() {
     assert!(!alive(daemon), "the daemon did not stop");
     let left = engine_dirs_of(daemon);
     assert!(left.is_empty(), "the daemon left behind: {left:?}");
+    // The daemon ended the idle client's connection on its way out.
+    let mut rest = String::new();
+    assert_eq!(BufReader::new(&idle_client).read_line(&mut rest).unwrap(), 0, "after the stop: {rest}");
 }
