@@ -158,7 +158,11 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
             "--checks",
             "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
         ])
-        .args(["--max-examples", "30", "--workers", "2", "--seed", "1"])
+        // One worker: with two, hypothesis (unpinned under the pinned schemathesis) built
+        // ASTs on two threads at once and CPython 3.11 raised "AST constructor recursion
+        // depth mismatch" (python/cpython#106905), a runtime error of the tool's, not a
+        // finding about the server.
+        .args(["--max-examples", "30", "--workers", "1", "--seed", "1"])
         .output()
         .expect("schemathesis runs");
     // SAFETY: signalling our own child.
