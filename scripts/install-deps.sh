@@ -57,32 +57,28 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${unique[@]}" >/dev/null
 fi
 
-# The official MCP Python SDK, pinned, in a venv of the project's (the MCP server's tests
-# drive `rsandbox mcp` with it).
-mcp_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/mcp-venv"
-mcp_version=2.3.0
-if ! "$mcp_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" >/dev/null 2>&1; then
-  python3 -m venv "$mcp_venv"
-  "$mcp_venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
-fi
-
-# schemathesis, pinned, in a venv of its own (the HTTP API's test runs it against
-# /openapi.json).
-http_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/http-venv"
-schemathesis_version=4.32.5
-if ! "$http_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" >/dev/null 2>&1; then
-  python3 -m venv "$http_venv"
-  "$http_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$schemathesis_version"
-fi
-
-# kubernetes-validate, pinned, in a venv of its own (scripts/deploy-check.sh validates
-# deploy/kubernetes against the API schemas it ships).
-deploy_venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/deploy-venv"
-kubernetes_validate_version=1.37.0
-if ! "$deploy_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('kubernetes-validate') != '$kubernetes_validate_version')" >/dev/null 2>&1; then
-  python3 -m venv "$deploy_venv"
-  "$deploy_venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$kubernetes_validate_version"
-fi
+# The Python tools the tests run, each in a venv of the project's holding exactly the
+# packages of its lock file (scripts/python-locks/, `pip freeze` of a venv that passed),
+# dependencies included: a new release of an unpinned dependency once broke a test run
+# (hypothesis under schemathesis). A venv whose lock file changed is made anew.
+#   mcp-venv: the official MCP Python SDK (the MCP server's tests drive `rsandbox mcp`
+#     with it; the HTTP load script uses its httpx).
+#   http-venv: schemathesis (the HTTP API's test runs it against /openapi.json).
+#   deploy-venv: kubernetes-validate (scripts/deploy-check.sh validates deploy/kubernetes
+#     against the API schemas it ships).
+python_locks="$(cd "$(dirname "$0")" && pwd)/python-locks"
+locked_venv() {
+  local venv="${XDG_CACHE_HOME:-$HOME/.cache}/rsandbox/$1" lock="$python_locks/$1.txt"
+  if ! cmp -s "$lock" "$venv/rsandbox-lock.txt"; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$lock"
+    cp "$lock" "$venv/rsandbox-lock.txt"
+  fi
+}
+locked_venv mcp-venv
+locked_venv http-venv
+locked_venv deploy-venv
 
 if ! have_cmd cargo; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
