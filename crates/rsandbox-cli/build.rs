@@ -26,7 +26,7 @@
 //! loaded from the system's shared libraries. Where the C compiler lacks any of these
 //! archives, the build says which and links the binary dynamically, as before: this is
 //! start-up time, not a security layer.
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The libraries rustc links the standard library against, by the names it gives them.
@@ -81,5 +81,5 @@ fn static_archives(cc: &str) -> Result<Vec<(&'static str, PathBuf)>, &'static st
 fn find(cc: &str, file: &str) -> Option<PathBuf> {
     let out = Command::new(cc).arg(format!("-print-file-name={file}")).output().ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    (out.status.success() && path.is_absolute() && Path::is_file(&path)).then_some(path)
+    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
 }

@@ -297,7 +297,8 @@ pub fn serve(name: &str, config: EngineConfig) -> anyhow::Result<u8> {
 /// connection of `daemon --stop` itself was still being served).
 fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
-    let connections = Connections::default();
+    // Each connection's thread, and a clone of its socket to end its reading with.
+    let mut connections: Vec<(UnixStream, std::thread::JoinHandle<()>)> = Vec::new();
     let last_seen = Arc::new(Mutex::new(Instant::now()));
     let me = rustix::process::geteuid().as_raw();
     let result = loop {
@@ -311,17 +312,18 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 let (Ok(reader), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else {
                     continue; // out of descriptors: this client sees its connection close
                 };
-                let handle = connections.open(closer);
                 let (engine, last_seen) = (engine.clone(), last_seen.clone());
-                std::thread::spawn(move || {
+                let thread = std::thread::spawn(move || {
                     fronts::stdio::serve(engine, BufReader::new(reader), stream);
                     *last_seen.lock().expect("clock") = Instant::now();
-                    drop(handle);
                 });
+                connections.retain(|(_, thread)| !thread.is_finished());
+                connections.push((closer, thread));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let quiet = last_seen.lock().expect("clock").elapsed();
-                if STOP.load(Ordering::SeqCst) || (connections.active() == 0 && quiet >= idle) {
+                let serving = connections.iter().any(|(_, thread)| !thread.is_finished());
+                if STOP.load(Ordering::SeqCst) || (!serving && quiet >= idle) {
                     break Ok(());
                 }
                 // Waking every 200 ms to look at the idle clock; an interrupted or failed
@@ -334,52 +336,17 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
             Err(e) => break Err(e.into()),
         }
     };
-    connections.end_all();
+    // Reading ends on every connection: each finishes the requests it has read (their
+    // answers still go out), sees its input end, and its thread drops its engine clone.
+    for (closer, _) in &connections {
+        // A connection its client already closed cannot be shut down: it ends anyway.
+        closer.shutdown(std::net::Shutdown::Read).ok();
+    }
+    for (_, thread) in connections {
+        // A thread that panicked has ended too, its clone dropped in the unwind.
+        thread.join().ok();
+    }
     result
-}
-
-/// The connections being served: each thread's handle counts it while it runs, and
-/// [`Connections::end_all`] lets the stopping daemon wait for them.
-#[derive(Default)]
-struct Connections {
-    open: Arc<Mutex<std::collections::HashMap<u64, UnixStream>>>,
-    next: std::sync::atomic::AtomicU64,
-}
-
-/// One connection's place in [`Connections`]; dropped when its thread ends.
-struct ConnectionHandle {
-    id: u64,
-    open: Arc<Mutex<std::collections::HashMap<u64, UnixStream>>>,
-}
-
-impl Drop for ConnectionHandle {
-    fn drop(&mut self) {
-        self.open.lock().expect("connections").remove(&self.id);
-    }
-}
-
-impl Connections {
-    fn open(&self, closer: UnixStream) -> ConnectionHandle {
-        let id = self.next.fetch_add(1, Ordering::SeqCst);
-        self.open.lock().expect("connections").insert(id, closer);
-        ConnectionHandle { id, open: self.open.clone() }
-    }
-
-    fn active(&self) -> usize {
-        self.open.lock().expect("connections").len()
-    }
-
-    /// Ends reading on every connection, so each finishes the requests it has read
-    /// (their answers still go out) and sees its input end; then waits for their threads.
-    fn end_all(&self) {
-        for stream in self.open.lock().expect("connections").values() {
-            // A connection its client already closed cannot be shut down: it ends anyway.
-            stream.shutdown(std::net::Shutdown::Read).ok();
-        }
-        while self.active() > 0 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
 }
 
 /// Whether the peer of `stream` runs as `uid`, in our pid namespace.
