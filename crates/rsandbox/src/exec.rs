@@ -81,7 +81,7 @@ fn shared_empty_namespaces(policy: &lockdown::Policy) -> Option<lockdown::namesp
 /// holds its workspaces' parent directory, so every call's workspace is in this one. In
 /// [`workspace::memory_parent`] when there is one (making and removing a directory there
 /// costs a tenth of what it does on a disk), else beside the pins in `pin_dir`. Anyone
-/// may make the name first in `/dev/shm`: then [`WorkspaceRoot::share_mount_points`]
+/// may make the name first in `/dev/shm`: then [`WorkspaceRoot::in_shared_dir`]
 /// refuses it (not root's, or not 0700), and the call goes without a template.
 fn exec_workspaces(pin_dir: &Path) -> PathBuf {
     workspace::memory_parent()
@@ -117,13 +117,20 @@ pub fn exec(
     options.validate()?;
     let path = resolve_program(program)?;
     let executable = with_interpreters(std::slice::from_ref(&path))?;
-    let parent = config.workspace_root.clone().or_else(|| memory_parent(options, config));
-    let mut root = WorkspaceRoot::create(parent.as_deref(), config.uid_base, u64::MAX)?
-        .with_fixed_identity(config.checked_identity()?);
     // A template holds its workspaces' parent: every call's workspace goes in one
-    // shared directory, or (when that is refused) no template is used.
-    let pin_dir =
-        root_template_dir(options, config).filter(|dir| root.share_mount_points(exec_workspaces(dir)).is_ok());
+    // shared directory, or (when that is refused) no template is used and the call has
+    // a root directory of its own, as an engine does.
+    let shared = root_template_dir(options, config).and_then(|pin_dir| {
+        WorkspaceRoot::in_shared_dir(exec_workspaces(&pin_dir), config.uid_base, u64::MAX).ok().map(|r| (r, pin_dir))
+    });
+    let (root, pin_dir) = match shared {
+        Some((root, pin_dir)) => (root, Some(pin_dir)),
+        None => {
+            let parent = config.workspace_root.clone().or_else(|| memory_parent(options, config));
+            (WorkspaceRoot::create(parent.as_deref(), config.uid_base, u64::MAX)?, None)
+        }
+    };
+    let root = root.with_fixed_identity(config.checked_identity()?);
     let workspace = root.workspace(options.disk.unwrap_or(0))?;
     let mut policy = base_policy(&workspace, options, config);
     policy.executable = executable;

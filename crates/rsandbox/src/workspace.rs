@@ -45,7 +45,7 @@ pub struct WorkspaceRoot {
 struct RootDir {
     path: PathBuf,
     /// A directory other processes use at the same time (see
-    /// [`WorkspaceRoot::share_mount_points`]): kept when the engine ends.
+    /// [`WorkspaceRoot::in_shared_dir`]): kept when the engine ends.
     shared: bool,
     /// The directory itself, open and `flock`ed until the engine drops it (after the
     /// directory is removed: fields drop after `WorkspaceRoot`'s own `Drop`).
@@ -135,18 +135,30 @@ impl WorkspaceRoot {
         Ok(self)
     }
 
-    /// Put the workspaces that have a disk quota in `dir`, a root-owned directory that
-    /// other processes share at the same time (made 0700 if missing): `rsandbox exec` as
-    /// root, whose pinned root template holds the workspaces' parent directory, so that
-    /// every call's workspace must lie in the same one. Each name holds this process's
-    /// pid, so no two live processes pick the same; `dir` outlives the engine. Like
-    /// [`Self::with_mount_points_in_memory`], only for a config whose quota'd workspaces
-    /// are the sandbox's own tmpfs: nothing is ever written to these directories.
-    pub fn share_mount_points(&mut self, dir: PathBuf) -> Result<(), EngineError> {
-        let file = open_root_only_dir(&dir)?;
-        sweep_workspaces_of_dead_processes(&dir);
-        self.mount_points = Some(RootDir { path: dir, shared: true, _alive: file });
-        Ok(())
+    /// A root whose workspaces all go in `dir`, a root-owned directory that other
+    /// processes share at the same time (made 0700 if missing), with no directory of its
+    /// own: `rsandbox exec` as root, whose pinned root template holds the workspaces'
+    /// parent directory, so that every call's workspace must lie in the same one. Each
+    /// name holds this process's pid, so no two live processes pick the same; `dir`
+    /// outlives the root, which removes only the workspaces it made. Like
+    /// [`Self::with_mount_points_in_memory`], only for a workspace with a quota, the
+    /// sandbox's own tmpfs: nothing is ever written to these directories. (It replaces
+    /// an engine root made beside it and never used: ~15 system calls of every `exec`,
+    /// issue #26.)
+    pub fn in_shared_dir(dir: PathBuf, uid_base: u32, disk_cap: u64) -> Result<WorkspaceRoot, EngineError> {
+        let as_root = rustix::process::geteuid().is_root();
+        if as_root {
+            refuse_root_that_cannot_switch_users()?;
+        }
+        Ok(WorkspaceRoot {
+            dir: shared_root_dir(dir)?,
+            mount_points: None,
+            as_root,
+            uid_base,
+            fixed_identity: None,
+            next: Mutex::new(0),
+            budget: Arc::new(DiskBudget { cap: disk_cap, reserved: Mutex::new(0) }),
+        })
     }
 
     /// Run every sandbox as `identity` (when root) instead of a fresh uid each.
@@ -293,14 +305,23 @@ fn refuse_root_that_cannot_switch_users() -> Result<(), EngineError> {
 
 impl Drop for WorkspaceRoot {
     fn drop(&mut self) {
-        remove_tree(&self.dir.path);
-        if let Some(dir) = self.mount_points.as_ref().filter(|d| !d.shared) {
+        // A shared directory outlives every root that uses it.
+        for dir in std::iter::once(&self.dir).chain(&self.mount_points).filter(|d| !d.shared) {
             remove_tree(&dir.path);
         }
     }
 }
 
-/// Remove the workspaces in a shared directory ([`WorkspaceRoot::share_mount_points`])
+/// `dir` as a directory that other processes share ([`WorkspaceRoot::in_shared_dir`]):
+/// made root-only if missing (refused if it is not), and cleared of the workspaces of
+/// processes that are gone.
+fn shared_root_dir(dir: PathBuf) -> Result<RootDir, EngineError> {
+    let file = open_root_only_dir(&dir)?;
+    sweep_workspaces_of_dead_processes(&dir);
+    Ok(RootDir { path: dir, shared: true, _alive: file })
+}
+
+/// Remove the workspaces in a shared directory ([`WorkspaceRoot::in_shared_dir`])
 /// whose process is gone (killed before it removed its own): each is named
 /// `ws-<pid>-<n>`, and only the process of that pid uses it. A pid that a new process
 /// has taken keeps its leftovers until that one ends. Best effort, like
@@ -568,6 +589,34 @@ mod tests {
         let root_path = root.path().to_path_buf();
         drop(root);
         assert!(!root_path.exists());
+    }
+
+    /// A root in a shared directory (one `rsandbox exec` as root) makes nothing there
+    /// but its workspaces, named for its process, and removes only those: the directory
+    /// and another process's workspace stay.
+    #[test]
+    fn a_root_in_a_shared_directory_makes_and_removes_only_its_workspaces() {
+        if rustix::process::geteuid().as_raw() != 0 {
+            eprintln!("skipped: only root owns a root-only directory");
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let shared = base.path().join("shared");
+        let live = shared.join("ws-1-1"); // pid 1 (init) is alive: kept by the sweep
+        fs::create_dir_all(&live).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o700)).unwrap();
+        let root = WorkspaceRoot::in_shared_dir(shared.clone(), 2_000_000_000, u64::MAX).unwrap();
+        let ws = root.workspace(64 << 20).unwrap();
+        assert_eq!(ws.path(), shared.join(format!("ws-{}-1", std::process::id())));
+        let listing = |dir: &Path| {
+            let mut names: Vec<_> = fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(listing(base.path()), ["shared"], "no directory of the root's own");
+        drop(ws);
+        drop(root);
+        assert_eq!(listing(&shared), ["ws-1-1"], "its workspace is gone, the other stays");
     }
 
     /// As root each workspace holds a uid of its own, by a locked file that is removed
