@@ -19,7 +19,7 @@ pub struct Args {
     /// Print where a fresh session's time and memory go, then exit (not written to results).
     #[arg(long)]
     pub probe: bool,
-    /// Run only these scenarios (comma-separated: P1,P2,M,P3,P4,I,P5,P6,S1,S2,S3,C1,G,N);
+    /// Run only these scenarios (comma-separated: P1,P2,M,P3,P4,I,P5,P6,S1,S2,S3,C1,G,N; S2 includes W);
     /// results go to `only-<list>.md`/`.json` instead of `latest.*`.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,

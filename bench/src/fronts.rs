@@ -262,9 +262,49 @@ pub fn s2(cfg: &Cfg, report: &mut Report, cli: &Path) {
         runner("rsandbox stdio session.execute identity(1) (no call)", false, || {
             timed(&mut server.borrow_mut(), exec("identity(1)"))
         }),
+        runner(IDLE_EXECUTE, false, || {
+            std::thread::sleep(IDLE);
+            timed(&mut server.borrow_mut(), exec("1+1"))
+        }),
     ];
     interleave(report, "S2", "ms", cfg.n.max(20) + cfg.n / 2, runners);
+    idle_penalty(cfg, report);
 }
+
+/// S2's execute of `1+1` when the machine has been idle before it, as before each
+/// request of S1 and C1 (their 15 ms wait lets the server fork the next sandbox).
+pub const IDLE_EXECUTE: &str = "rsandbox stdio session.execute, 15 ms (untimed) after the previous answer";
+const IDLE: Duration = Duration::from_millis(15);
+
+/// W: what 15 ms of idleness costs the next request on this machine, without rsandbox:
+/// the same 3 000 reads at random places of 8 MiB, straight after the previous walk and
+/// after 15 ms asleep. A virtual machine's idle core loses its caches (the host runs
+/// others on it, or puts it in a deep sleep): S1 and C1, which wait 15 ms before each
+/// request, pay this on top of the work S2 measures back to back.
+fn idle_penalty(cfg: &Cfg, report: &mut Report) {
+    println!("W: the machine's cost of being idle 15 ms (a memory walk, no rsandbox)");
+    let memory: Vec<u64> = (0..1u64 << 20).collect();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let places: Vec<usize> = (0..3000).map(|_| rng.usize(..memory.len())).collect();
+    let walk = || {
+        let t = Instant::now();
+        let sum: u64 = places.iter().map(|&i| memory[i]).sum();
+        std::hint::black_box(sum);
+        vec![ms(t.elapsed())]
+    };
+    let runners = vec![
+        runner(WALK, true, walk),
+        runner(IDLE_WALK, false, || {
+            std::thread::sleep(IDLE);
+            walk()
+        }),
+    ];
+    interleave(report, "W", "ms", cfg.n.max(20) + cfg.n / 2, runners);
+}
+
+/// W's rows.
+pub const WALK: &str = "memory walk (3 000 random reads in 8 MiB), straight after the previous one";
+pub const IDLE_WALK: &str = "the same memory walk, 15 ms (untimed) after the previous one";
 
 /// S3: evaluations per second with `c` requests in flight on one server.
 pub fn s3(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64> {

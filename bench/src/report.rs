@@ -382,6 +382,36 @@ pub fn targets(report: &mut Report) {
     if let Some(m) = report.median_of("S2", "rsandbox stdio session.execute") {
         t.push(Target::new("S2 session execute(\"1+1\") p50 <= 0.3 ms through serve --stdio", m, "ms", 0.3, true));
     }
+    if let (Some(idle), Some(warm)) =
+        (report.median_of("S2", crate::fronts::IDLE_EXECUTE), report.median_of("S2", "rsandbox stdio session.execute"))
+    {
+        // Context for S1 and C1, which wait 15 ms before each request: the same execute
+        // after as long idle, and (W) what that idleness costs on this machine alone.
+        let mut figure = Target::new(
+            "S2 session execute(\"1+1\") 15 ms after the previous answer (a figure: no target)",
+            idle,
+            "ms",
+            0.3,
+            true,
+        )
+        .against("the same back to back", warm);
+        figure.context = true;
+        t.push(figure);
+        if let (Some(idle_walk), Some(walk)) =
+            (report.median_of("W", crate::fronts::IDLE_WALK), report.median_of("W", crate::fronts::WALK))
+        {
+            let mut machine = Target::new(
+                "W a memory walk 15 ms after the previous one, no rsandbox (a figure: no target)",
+                idle_walk,
+                "ms",
+                0.0,
+                true,
+            )
+            .against("the same back to back", walk);
+            machine.context = true;
+            t.push(machine);
+        }
+    }
     if let (Some(tool), Some(plain)) = (
         report.median_of("S2", "rsandbox stdio session.execute echo(1) (tool)"),
         report.median_of("S2", "rsandbox stdio session.execute identity(1) (no call)"),
