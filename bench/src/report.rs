@@ -64,6 +64,13 @@ impl Target {
             context: false,
         }
     }
+    /// A figure printed beside the targets, against `peer`'s `value`: never met or missed.
+    fn figure(name: &str, measured: f64, unit: &'static str, peer: &str, value: f64) -> Target {
+        // A rate (MB/s) is better higher, a time better lower, as in the ratios.
+        let mut figure = Target::new(name, measured, unit, value, !unit.ends_with("/s")).against(peer, value);
+        figure.context = true;
+        figure
+    }
     fn against(mut self, peer: &str, value: f64) -> Target {
         self.peer = Some((peer.into(), value));
         self
@@ -387,29 +394,13 @@ pub fn targets(report: &mut Report) {
     {
         // Context for S1 and C1, which wait 15 ms before each request: the same execute
         // after as long idle, and (W) what that idleness costs on this machine alone.
-        let mut figure = Target::new(
-            "S2 session execute(\"1+1\") 15 ms after the previous answer (a figure: no target)",
-            idle,
-            "ms",
-            0.3,
-            true,
-        )
-        .against("the same back to back", warm);
-        figure.context = true;
-        t.push(figure);
+        let name = "S2 session execute(\"1+1\") 15 ms after the previous answer (a figure: no target)";
+        t.push(Target::figure(name, idle, "ms", "the same back to back", warm));
         if let (Some(idle_walk), Some(walk)) =
             (report.median_of("W", crate::fronts::IDLE_WALK), report.median_of("W", crate::fronts::WALK))
         {
-            let mut machine = Target::new(
-                "W a memory walk 15 ms after the previous one, no rsandbox (a figure: no target)",
-                idle_walk,
-                "ms",
-                0.0,
-                true,
-            )
-            .against("the same back to back", walk);
-            machine.context = true;
-            t.push(machine);
+            let name = "W a memory walk 15 ms after the previous one, no rsandbox (a figure: no target)";
+            t.push(Target::figure(name, idle_walk, "ms", "the same back to back", walk));
         }
     }
     if let (Some(tool), Some(plain)) = (
@@ -452,12 +443,11 @@ pub fn targets(report: &mut Report) {
         report.median_of(crate::network::SCENARIO, crate::network::DIRECT),
     ) {
         // Issue #27 asks for the figure, not a goal: printed beside the targets, never judged.
-        let mut figure =
-            Target::new("N download through the egress proxy (a figure: no target)", proxied, "MB/s", direct, false)
-                .against(crate::network::DIRECT, direct)
-                .detail("the same download.file, timed inside R");
-        figure.context = true;
-        t.push(figure);
+        let name = "N download through the egress proxy (a figure: no target)";
+        t.push(
+            Target::figure(name, proxied, "MB/s", crate::network::DIRECT, direct)
+                .detail("the same download.file, timed inside R"),
+        );
     }
     // The issue's target is the lockdown while the cores are busy (the children of S3);
     // the one of a child forked on an idle machine (S1's) is shown beside it.

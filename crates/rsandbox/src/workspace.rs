@@ -101,14 +101,23 @@ impl WorkspaceRoot {
     /// Create a fresh root under `parent` (default: the system temp dir); the quotas of
     /// its live workspaces together stay under `disk_cap` bytes.
     pub fn create(parent: Option<&Path>, uid_base: u32, disk_cap: u64) -> Result<WorkspaceRoot, EngineError> {
-        // SAFETY: geteuid cannot fail.
-        let as_root = unsafe { libc::geteuid() } == 0;
+        let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        WorkspaceRoot::in_dir(|| make_root_dir(&parent), uid_base, disk_cap)
+    }
+
+    /// A root in the directory `make_dir` gives, once root is known to be able to give
+    /// each sandbox a user of its own.
+    fn in_dir(
+        make_dir: impl FnOnce() -> Result<RootDir, EngineError>,
+        uid_base: u32,
+        disk_cap: u64,
+    ) -> Result<WorkspaceRoot, EngineError> {
+        let as_root = rustix::process::geteuid().is_root();
         if as_root {
             refuse_root_that_cannot_switch_users()?;
         }
-        let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
         Ok(WorkspaceRoot {
-            dir: make_root_dir(&parent)?,
+            dir: make_dir()?,
             mount_points: None,
             as_root,
             uid_base,
@@ -146,19 +155,7 @@ impl WorkspaceRoot {
     /// an engine root made beside it and never used: ~15 system calls of every `exec`,
     /// issue #26.)
     pub fn in_shared_dir(dir: PathBuf, uid_base: u32, disk_cap: u64) -> Result<WorkspaceRoot, EngineError> {
-        let as_root = rustix::process::geteuid().is_root();
-        if as_root {
-            refuse_root_that_cannot_switch_users()?;
-        }
-        Ok(WorkspaceRoot {
-            dir: shared_root_dir(dir)?,
-            mount_points: None,
-            as_root,
-            uid_base,
-            fixed_identity: None,
-            next: Mutex::new(0),
-            budget: Arc::new(DiskBudget { cap: disk_cap, reserved: Mutex::new(0) }),
-        })
+        WorkspaceRoot::in_dir(|| shared_root_dir(dir), uid_base, disk_cap)
     }
 
     /// Run every sandbox as `identity` (when root) instead of a fresh uid each.
