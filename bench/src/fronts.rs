@@ -214,19 +214,19 @@ pub fn s1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path) -> Vec<f64>
     let mut runners = vec![runner("rsandbox serve --stdio eval", true, || {
         // Untimed: let the server fork this sample's replacement, so each request
         // measures what it costs to find a waiting sandbox (S3 measures the sustained rate).
-        std::thread::sleep(Duration::from_millis(15));
+        std::thread::sleep(BETWEEN_REQUESTS);
         timed(&mut server, json!({"op": "eval", "code": "1+1"}))
     })];
     let mut every_15ms = runner("rsandbox serve --stdio eval, 15 ms after the previous answer", false, || {
-        std::thread::sleep(Duration::from_millis(15));
+        std::thread::sleep(BETWEEN_REQUESTS);
         check(&steady.call(json!({"op": "eval", "code": "1+1"})));
-        std::thread::sleep(Duration::from_millis(15));
+        std::thread::sleep(BETWEEN_REQUESTS);
         timed(&mut steady, json!({"op": "eval", "code": "1+1"}))
     });
     every_15ms.note = "two requests per round, 15 ms apart; the second is timed".into();
     runners.push(every_15ms);
     let mut over_http = runner("rsandbox serve --http POST /v1/eval", false, || {
-        std::thread::sleep(Duration::from_millis(15));
+        std::thread::sleep(BETWEEN_REQUESTS);
         let t = Instant::now();
         let v = http.post("/v1/eval", &fresh);
         let el = ms(t.elapsed());
@@ -263,7 +263,7 @@ pub fn s2(cfg: &Cfg, report: &mut Report, cli: &Path) {
             timed(&mut server.borrow_mut(), exec("identity(1)"))
         }),
         runner(IDLE_EXECUTE, false, || {
-            std::thread::sleep(IDLE);
+            std::thread::sleep(BETWEEN_REQUESTS);
             timed(&mut server.borrow_mut(), exec("1+1"))
         }),
     ];
@@ -272,9 +272,11 @@ pub fn s2(cfg: &Cfg, report: &mut Report, cli: &Path) {
 }
 
 /// S2's execute of `1+1` when the machine has been idle before it, as before each
-/// request of S1 and C1 (their 15 ms wait lets the server fork the next sandbox).
+/// request of S1 and C1.
 pub const IDLE_EXECUTE: &str = "rsandbox stdio session.execute, 15 ms (untimed) after the previous answer";
-const IDLE: Duration = Duration::from_millis(15);
+/// The untimed wait before each request of S1 and C1, which lets the server fork that
+/// request's sandbox; S2's idle row and W sleep as long, to show what the wait costs.
+const BETWEEN_REQUESTS: Duration = Duration::from_millis(15);
 
 /// W: what 15 ms of idleness costs the next request on this machine, without rsandbox:
 /// the same 3 000 reads at random places of 8 MiB, straight after the previous walk and
@@ -295,7 +297,7 @@ fn idle_penalty(cfg: &Cfg, report: &mut Report) {
     let runners = vec![
         runner(WALK, true, walk),
         runner(IDLE_WALK, false, || {
-            std::thread::sleep(IDLE);
+            std::thread::sleep(BETWEEN_REQUESTS);
             walk()
         }),
     ];
@@ -421,7 +423,7 @@ pub fn c1(cfg: &Cfg, report: &mut Report, peers: &Peers, cli: &Path, runtime_dir
     let mut daemon = (stream.try_clone().expect("a second handle"), BufReader::new(stream));
     let mut next_id = 0;
     let mut over_socket = || {
-        std::thread::sleep(Duration::from_millis(15));
+        std::thread::sleep(BETWEEN_REQUESTS);
         next_id += 1;
         let t = Instant::now();
         let line = format!("{}\n", json!({"op": "eval", "id": next_id, "code": "1+1"}));
