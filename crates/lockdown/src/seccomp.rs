@@ -517,6 +517,18 @@ pub fn continue_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Ask the kernel to run the supervisor and the notifying process on one CPU while they
+/// hand a call back and forth (`SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`, Linux 6.6): each
+/// side wakes the other on the CPU it runs on instead of sending it to the idle one.
+pub fn prefer_sync_wakeups(listener: RawFd) -> std::io::Result<()> {
+    const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+    // SAFETY: this ioctl takes its flags as the argument's value; it reads no memory.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Whether a notification is still pending (`SECCOMP_IOCTL_NOTIF_ID_VALID`): its caller
 /// has not died, so its pid still names it.
 pub fn notification_pending(listener: RawFd, id: u64) -> bool {
