@@ -37,7 +37,14 @@ fn snapshot(zygote: &Path, cli: &Path) -> (PathBuf, PathBuf) {
         std::fs::copy(p, &to).unwrap_or_else(|e| panic!("copy {}: {e}", p.display()));
         to
     };
+    // `rsandbox serve` and the daemon run in `rsandbox-server`, which the CLI finds beside itself.
+    copy(&server_beside(cli), "rsandbox-server");
     (copy(zygote, "rsandbox-zygote"), copy(cli, "rsandbox"))
+}
+
+/// The server binary built beside `cli`.
+fn server_beside(cli: &Path) -> PathBuf {
+    cli.with_file_name("rsandbox-server")
 }
 
 fn describe_binary(p: &Path) -> Value {
@@ -57,11 +64,11 @@ fn locate_binaries() -> (PathBuf, PathBuf) {
     let find =
         |name: &str| [dir.join(name), dir.join("..").join(name), tree.join(name)].into_iter().find(|p| p.is_file());
     let zygote = std::env::var_os("RSANDBOX_ZYGOTE").map(PathBuf::from).or_else(|| find("rsandbox-zygote"));
-    let cli = find("rsandbox");
+    let cli = find("rsandbox").filter(|cli| server_beside(cli).is_file());
     match (zygote, cli) {
         (Some(z), Some(c)) => (z, c),
         _ => {
-            eprintln!("rsandbox-bench: target/release/rsandbox-zygote and target/release/rsandbox must exist: run `cargo build --release` (the whole workspace) first");
+            eprintln!("rsandbox-bench: target/release/rsandbox-zygote, target/release/rsandbox and target/release/rsandbox-server must exist: run `cargo build --release` (the whole workspace) first");
             std::process::exit(1);
         }
     }
@@ -106,7 +113,7 @@ fn refuse_stale(binaries: &[&Path]) {
 fn main() {
     let args = cli::Args::parse();
     let (zygote_found, cli_found) = locate_binaries();
-    refuse_stale(&[&zygote_found, &cli_found]);
+    refuse_stale(&[&zygote_found, &cli_found, &server_beside(&cli_found)]);
     if args.probe {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("RSANDBOX_ZYGOTE", &zygote_found) };
@@ -119,6 +126,7 @@ fn main() {
     let originals = json!({
         "zygote": describe_binary(&zygote),
         "cli": describe_binary(&cli),
+        "server": describe_binary(&server_beside(&cli)),
         "bench": describe_binary(&std::env::current_exe().unwrap()),
     });
     let (zygote, cli) = snapshot(&zygote, &cli);

@@ -1,4 +1,5 @@
-//! Link the `rsandbox` binary as a static PIE: the C library, and the unwinder, inside it.
+//! Link the `rsandbox` and `rsandbox-server` binaries as static PIEs: the C library, and
+//! the unwinder, inside them.
 //!
 //! Every rsandbox command starts this binary, so its process start is the floor under
 //! `rsandbox exec` (bench P6). Linked against the shared C library, each start runs the
@@ -16,8 +17,8 @@
 //! (`libgcc_s.a` is GCC's `libgcc_eh.a`, the same unwinder without the shared library's
 //! constructor, whose twelve `cpuid` instructions each trap to the hypervisor in a
 //! virtual machine), and `-static-pie` makes the C compiler start the program with
-//! `rcrt1.o`, the start file that relocates a static PIE. Both are link arguments of the
-//! `rsandbox` binary only (`rustc-link-arg-bin`): the workspace's other binaries, the
+//! `rcrt1.o`, the start file that relocates a static PIE. Both are link arguments of
+//! these two binaries only (`rustc-link-arg-bin`): the workspace's other binaries, the
 //! zygote (which links `libR.so`) among them, and the tests link as before.
 //! `-C target-feature=+crt-static` would say the same, but only for the whole build.
 //!
@@ -28,6 +29,9 @@
 //! start-up time, not a security layer.
 use std::path::PathBuf;
 use std::process::Command;
+
+/// The binaries linked this way: the command line and its server.
+const BINARIES: [&str; 2] = ["rsandbox", "rsandbox-server"];
 
 /// The libraries rustc links the standard library against, by the names it gives them.
 /// `gcc_s` is the unwinder, taken from GCC's `libgcc_eh.a`.
@@ -60,8 +64,10 @@ fn main() {
                 std::os::unix::fs::symlink(&archive, &link).expect("link a static archive into OUT_DIR");
                 println!("cargo:rerun-if-changed={}", archive.display());
             }
-            println!("cargo:rustc-link-arg-bin=rsandbox=-L{}", dir.display());
-            println!("cargo:rustc-link-arg-bin=rsandbox=-static-pie");
+            for bin in BINARIES {
+                println!("cargo:rustc-link-arg-bin={bin}=-L{}", dir.display());
+                println!("cargo:rustc-link-arg-bin={bin}=-static-pie");
+            }
         }
         Err(missing) => println!(
             "cargo:warning=`{cc}` has no {missing}: rsandbox is linked against the shared C library (about 0.4 ms more per command)"

@@ -81,12 +81,13 @@ impl DaemonKey {
         let mut h = std::hash::DefaultHasher::new();
         (&self.preload, self.best_effort, self.namespaces).hash(&mut h);
         let exe = std::env::current_exe().ok();
+        let server = crate::server_binary().ok();
         let zygote = rsandbox::zygote::locate_zygote(None).ok();
-        for binary in [exe, zygote].into_iter().flatten() {
+        for binary in [exe, server, zygote].into_iter().flatten() {
             binary.hash(&mut h);
             std::fs::metadata(&binary).and_then(|m| m.modified()).ok().hash(&mut h);
         }
-        for var in ["TZ", "R_HOME", "TMPDIR", "RSANDBOX_ZYGOTE"] {
+        for var in ["TZ", "R_HOME", "TMPDIR", "RSANDBOX_ZYGOTE", "RSANDBOX_SERVER"] {
             std::env::var_os(var).hash(&mut h);
         }
         // A daemon evaluates in its own world (its R, its files): one of another pid
@@ -204,7 +205,9 @@ fn limits_json(o: &EvalOptions) -> Value {
 
 /// Start a daemon for `key` in the background (detached, in its own session).
 fn start(key: &DaemonKey, dir: &Path) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    // The daemon is a server: `rsandbox-server` runs it (started directly, not through
+    // `rsandbox daemon`, which would hand it over with one more exec).
+    let exe = crate::server_binary()?;
     let name = key.name();
     let log = std::fs::OpenOptions::new()
         .create(true)

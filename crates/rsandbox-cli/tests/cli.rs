@@ -1386,28 +1386,86 @@ fn the_next_engine_removes_what_a_killed_one_left() {
     assert!(next.wait().unwrap().success());
 }
 
-/// The `rsandbox` binary is a static PIE (`build.rs`: every command's process start is
-/// the floor under `exec`): no program interpreter to load, and still what the dynamic
+/// `serve`, `mcp` and the daemon run in `rsandbox-server` beside `rsandbox`: `rsandbox
+/// serve` becomes that binary in its own process (the pid its caller holds is the
+/// server's, and it serves), and without it the command says where it looked and what
+/// to do, while the other commands run as before.
+#[test]
+fn serve_runs_in_the_server_binary_beside_the_cli() {
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
+        .args(["serve", "--stdio"])
+        .env_remove("RSANDBOX_SERVER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let exe = format!("/proc/{}/exe", serve.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_link(&exe).is_ok_and(|p| p.ends_with("rsandbox-server")) {
+        assert!(std::time::Instant::now() < deadline, "{exe} never became rsandbox-server");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut stdin = serve.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"op": "eval", "id": 1, "code": "1+1"}}"#).unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(answer["result"]["value"], json!(2), "{answer}");
+    drop(stdin);
+    assert!(serve.wait().unwrap().success());
+
+    // `rsandbox` alone in a directory.
+    let dir = std::env::temp_dir().join(format!("rsandbox-cli-alone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alone = dir.join("rsandbox");
+    std::fs::copy(env!("CARGO_BIN_EXE_rsandbox"), &alone).unwrap();
+    let out = Command::new(&alone).args(["serve", "--stdio"]).env_remove("RSANDBOX_SERVER").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} not found", dir.join("rsandbox-server").display()))
+            && stderr.contains("set RSANDBOX_SERVER"),
+        "{stderr}"
+    );
+    let out = Command::new(&alone).args(["exec", "--", "/bin/true"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Both binaries are static PIEs (`build.rs`: every command's process start is the
+/// floor under `exec`): no program interpreter to load, and still what the dynamic
 /// link gave the supervisor's own code: a position-independent executable (a random
 /// load address), read-only relocations (`PT_GNU_RELRO`) and every symbol bound at start
 /// (`DF_1_NOW`).
 #[test]
-fn the_binary_is_a_static_pie_with_full_relro() {
-    let elf = std::fs::read(env!("CARGO_BIN_EXE_rsandbox")).unwrap();
+fn the_binaries_are_static_pies_with_full_relro() {
+    for binary in [env!("CARGO_BIN_EXE_rsandbox"), env!("CARGO_BIN_EXE_rsandbox-server")] {
+        assert_static_pie_with_full_relro(binary);
+    }
+}
+
+fn assert_static_pie_with_full_relro(binary: &str) {
+    let elf = std::fs::read(binary).unwrap();
     let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap());
     let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
     let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
-    assert_eq!(&elf[..5], b"\x7fELF\x02", "not a 64-bit ELF file");
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "{binary}: not a 64-bit ELF file");
     const ET_DYN: u16 = 3;
-    assert_eq!(u16_at(0x10), ET_DYN, "not position-independent");
+    assert_eq!(u16_at(0x10), ET_DYN, "{binary}: not position-independent");
     let (table, size, count) = (u64_at(0x20), u16_at(0x36) as usize, u16_at(0x38) as usize);
     let headers: Vec<(u32, usize, usize)> =
         (0..count).map(|i| table + i * size).map(|h| (u32_at(h), u64_at(h + 8), u64_at(h + 32))).collect();
     const PT_DYNAMIC: u32 = 2;
     const PT_INTERP: u32 = 3;
     const PT_GNU_RELRO: u32 = 0x6474_e552;
-    assert!(headers.iter().all(|h| h.0 != PT_INTERP), "the binary names a program interpreter: linked dynamically");
-    assert!(headers.iter().any(|h| h.0 == PT_GNU_RELRO), "no PT_GNU_RELRO");
+    assert!(
+        headers.iter().all(|h| h.0 != PT_INTERP),
+        "{binary}: the binary names a program interpreter: linked dynamically"
+    );
+    assert!(headers.iter().any(|h| h.0 == PT_GNU_RELRO), "{binary}: no PT_GNU_RELRO");
     // The dynamic section's (tag, value) pairs: no DT_NEEDED library, and DF_1_NOW.
     let &(_, offset, length) = headers.iter().find(|h| h.0 == PT_DYNAMIC).expect("a static PIE has a dynamic section");
     let entries: Vec<(u64, u64)> =
@@ -1415,9 +1473,9 @@ fn the_binary_is_a_static_pie_with_full_relro() {
     const DT_NEEDED: u64 = 1;
     const DT_FLAGS_1: u64 = 0x6fff_fffb;
     const DF_1_NOW: u64 = 1;
-    assert!(entries.iter().all(|e| e.0 != DT_NEEDED), "the binary needs a shared library");
+    assert!(entries.iter().all(|e| e.0 != DT_NEEDED), "{binary}: the binary needs a shared library");
     assert!(
         entries.iter().any(|&(tag, value)| tag == DT_FLAGS_1 && value & DF_1_NOW != 0),
-        "symbols not bound at start"
+        "{binary}: symbols not bound at start"
     );
 }

@@ -835,6 +835,8 @@ pub fn setup() -> &'static Setup {
             dst
         };
         let cli = copy(&cli_src);
+        // Beside the CLI, as installed (the corpus runs no server, but `rsandbox` looks there).
+        copy(Path::new(env!("CARGO_BIN_EXE_rsandbox-server")));
         let zygote = copy(&zygote_src);
         let probe_src = corpus_dir().join("native/probe.c");
         let probe_so = dir.join("probe.so");

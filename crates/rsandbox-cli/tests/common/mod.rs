@@ -156,10 +156,12 @@ pub fn is_sandbox_uid(who: Who, uid: u32) -> bool {
 // Binaries.
 // ---------------------------------------------------------------------------------------
 
-/// Copies of `rsandbox` and `rsandbox-zygote` in a directory everyone can reach.
+/// Copies of `rsandbox`, `rsandbox-server` (which runs `serve`, `mcp` and the daemon
+/// for it) and `rsandbox-zygote` in a directory everyone can reach.
 pub struct Binaries {
     pub dir: PathBuf,
     pub cli: PathBuf,
+    pub server: PathBuf,
     pub zygote: PathBuf,
     /// Set when the zygote looks older than the sources it is built from.
     pub stale_note: Option<String>,
@@ -228,8 +230,9 @@ pub fn binaries() -> &'static Binaries {
             dst
         };
         let cli = copy(&cli_src);
+        let server = copy(Path::new(env!("CARGO_BIN_EXE_rsandbox-server")));
         let zygote = copy(&zygote_src);
-        Binaries { dir, cli, zygote, stale_note, counter: Default::default() }
+        Binaries { dir, cli, server, zygote, stale_note, counter: Default::default() }
     })
 }
 
