@@ -323,8 +323,9 @@ fn await_launch(pid: libc::pid_t, reports: &OwnedFd, errors: &OwnedFd) -> Launch
         Ok((_, None)) => return Launch::NoListener,
         Err(source) => return Launch::Failed { call: "receive the seccomp listener", source },
     };
-    // A hint: kernels before 6.6 do without it, at the cost of a cross-CPU wake-up.
-    seccomp::prefer_sync_wakeups(listener.as_raw_fd()).ok();
+    if let Err(source) = seccomp::prefer_sync_wakeups(listener.as_raw_fd()) {
+        return Launch::Failed { call: "ask for synchronous wake-ups on the seccomp listener", source };
+    }
     // The exec notification, unless the child died first (then the pipe says why).
     let mut fds = [
         libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },

@@ -520,13 +520,19 @@ pub fn continue_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
 /// Ask the kernel to run the supervisor and the notifying process on one CPU while they
 /// hand a call back and forth (`SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`, Linux 6.6): each
 /// side wakes the other on the CPU it runs on instead of sending it to the idle one.
-pub fn prefer_sync_wakeups(listener: RawFd) -> std::io::Result<()> {
+/// `Ok(false)` when the kernel does not know the request (`EINVAL`, before 6.6): the
+/// calls then cost a cross-CPU wake-up each, nothing else. Any other failure on our own
+/// listener is an error for the caller.
+pub fn prefer_sync_wakeups(listener: RawFd) -> std::io::Result<bool> {
     const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
     // SAFETY: this ioctl takes its flags as the argument's value; it reads no memory.
-    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) } == 0 {
+        return Ok(true);
     }
-    Ok(())
+    match std::io::Error::last_os_error() {
+        e if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+        e => Err(e),
+    }
 }
 
 /// Whether a notification is still pending (`SECCOMP_IOCTL_NOTIF_ID_VALID`): its caller

@@ -82,10 +82,9 @@ impl ViolationWatch {
             return Ok(());
         };
         let pidfd = pidfd.try_clone_to_owned()?;
-        // A hint (kernels before 6.6 do without it): every observed file call is a round
-        // trip to this thread, which then runs on the caller's CPU instead of waking the
-        // other one for each.
-        seccomp::prefer_sync_wakeups(listener.as_raw_fd()).ok();
+        // Every observed file call is a round trip to this thread, which then runs on the
+        // caller's CPU instead of waking the other one for each.
+        seccomp::prefer_sync_wakeups(listener.as_raw_fd())?;
         let served = Arc::new(Mutex::new(Served { learning, lost: None }));
         let shared = served.clone();
         std::thread::Builder::new().name("rsandbox-learn".into()).spawn(move || serve(listener, pidfd, &shared))?;
