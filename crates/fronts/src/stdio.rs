@@ -2,9 +2,10 @@
 //! responses and events out. The one way non-Rust clients drive the engine; see
 //! `docs/protocol.md` and `docs/protocol.schema.json`.
 //!
-//! Each request runs on its own thread, so requests on different sessions run
-//! concurrently; a second execute on a busy session gets a `busy` error. Tool calls
-//! from a session become `tool_call` events that the client answers with `tool_result`.
+//! Each request runs on a thread of its own (the one that read it), so requests on
+//! different sessions run concurrently; a second execute on a busy session gets a
+//! `busy` error. Tool calls from a session become `tool_call` events that the client
+//! answers with `tool_result`.
 //! Every bad line gets a structured error and the server keeps serving.
 
 use crate::core::bridge::{Sink, ToolBridge, ToolCall};
@@ -17,7 +18,7 @@ use rsandbox::{Engine, EvalRequest, EvalResult, Event, ExecuteOptions, OutputStr
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::{BufRead, Write};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -381,110 +382,77 @@ struct Server {
     sessions: Registry,
     /// What a request may ask for (`Caps::stdio`: a day, any memory, bounded output).
     caps: Caps,
-    in_flight: std::sync::atomic::AtomicUsize,
+    in_flight: AtomicUsize,
 }
 
 /// Serve until `input` ends; every in-flight request finishes first.
-pub fn serve(engine: Engine, input: impl BufRead, output: impl Write + Send + 'static) {
-    let server = Arc::new(Server {
+pub fn serve(engine: Engine, input: impl BufRead + Send, output: impl Write + Send + 'static) {
+    let server = Server {
         engine,
         out: Arc::new(Mutex::new(Box::new(output))),
         sessions: Registry::new(Caps::stdio().sessions),
         caps: Caps::stdio(),
         in_flight: Default::default(),
-    });
-    let mut workers = Workers::new();
-    let mut lines = LineReader { input, buf: Vec::new() };
-    while let Some(line) = lines.next_line() {
-        match line {
-            Err(len) => server.error(
-                &Value::Null,
-                ErrorCode::LineTooLong,
-                &format!("request line of {len} bytes exceeds {MAX_LINE}"),
-            ),
-            Ok(text) if text.trim().is_empty() => {}
-            Ok(text) => {
-                // Parsed once, here: a line that is no request is answered at once.
-                let request = match parse_request(&text) {
-                    Ok(request) => request,
-                    Err((id, code, message)) => {
-                        server.error(&id, code, &message);
-                        continue;
-                    }
-                };
-                // Tool results are answered inline: an execute may be waiting for one.
-                // Interrupts too: one reaches what runs when it is read, never an
-                // execute read after it (on a worker of its own, it could run after
-                // that execute had started, and interrupt it).
-                if matches!(request, Request::ToolResult { .. } | Request::SessionInterrupt { .. }) {
-                    server.handle(request);
-                    continue;
-                }
-                if server.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
-                    server.in_flight.fetch_sub(1, Ordering::SeqCst);
-                    let id = serde_json::from_str::<Value>(&text)
-                        .ok()
-                        .and_then(|v| v.get("id").cloned())
-                        .unwrap_or(Value::Null);
-                    server.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
-                    continue;
-                }
-                workers.run(&server, request);
+    };
+    let turn = ReadingTurn {
+        lines: Mutex::new(LineReader { input, buf: Vec::new() }),
+        readers: AtomicUsize::new(1),
+        ended: AtomicBool::new(false),
+    };
+    // Every thread is joined when the scope ends: the input has ended and each request
+    // under way has been answered.
+    std::thread::scope(|scope| take_turns(scope, &server, &turn));
+}
+
+/// The input and the threads that take turns reading it. Requests run on threads of
+/// their own (a long evaluation never holds up another request), and the thread that
+/// reads a request runs it itself, having handed the reading to another: a request
+/// starts at once, without waiting for a second thread to wake on the other CPU (a fresh
+/// `1+1` 15 ms apart took 3-9% longer when one thread read every line and passed each
+/// request to a worker through a channel; DESIGN.md). A thread whose request is answered
+/// waits for its turn to read again, so threads are made only when every one is busy.
+struct ReadingTurn<R> {
+    lines: Mutex<LineReader<R>>,
+    /// Threads reading or waiting to: while one runs a request, another must be here.
+    readers: AtomicUsize,
+    /// The input ended: the threads waiting to read end too.
+    ended: AtomicBool,
+}
+
+/// One thread's part: read while it is this thread's turn, run the request read, and
+/// wait for the next turn; return when the input ends.
+fn take_turns<'scope, R: BufRead + Send>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    server: &'scope Server,
+    turn: &'scope ReadingTurn<R>,
+) {
+    loop {
+        let request = {
+            // A thread that panicked while reading left the reader as it was (at a line
+            // boundary or within a line the next read completes).
+            let mut lines = turn.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if turn.ended.load(Ordering::SeqCst) {
+                return;
             }
-        }
-    }
-    // Tool calls waiting for this client, and later ones, fail at once.
-    server.sessions.close_bridges("the client closed the connection");
-    workers.finish();
-}
-
-/// The threads requests run on: each request gets a thread of its own at once (a long
-/// evaluation never holds up another request), reused once its request is answered, so
-/// that a request does not pay for a new thread (~15% of the supervisor's CPU for a
-/// session's execute of `1+1`).
-struct Workers {
-    /// Requests for the threads.
-    jobs: std::sync::mpsc::Sender<Request>,
-    receiver: Arc<Mutex<std::sync::mpsc::Receiver<Request>>>,
-    /// Threads waiting for a request and not yet promised one.
-    idle: Arc<std::sync::atomic::AtomicUsize>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Workers {
-    fn new() -> Workers {
-        let (jobs, receiver) = std::sync::mpsc::channel();
-        Workers { jobs, receiver: Arc::new(Mutex::new(receiver)), idle: Default::default(), threads: Vec::new() }
-    }
-
-    /// Run `request` on an idle thread, or on a new one when none is idle.
-    fn run(&mut self, server: &Arc<Server>, request: Request) {
-        // Promise the request to an idle thread (taken off the count here, not when the
-        // thread wakes, so two requests never wait for the same thread).
-        let promised = self.idle.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
-        if !promised {
-            let (server, idle, receiver) = (server.clone(), self.idle.clone(), self.receiver.clone());
-            self.threads.retain(|t| !t.is_finished());
-            self.threads.push(std::thread::spawn(move || loop {
-                // The lock is held only while waiting; a request runs without it.
-                let next = receiver.lock().map_err(drop).and_then(|r| r.recv().map_err(drop));
-                let Ok(request) = next else { return };
-                server.handle(request);
-                server.in_flight.fetch_sub(1, Ordering::SeqCst);
-                idle.fetch_add(1, Ordering::SeqCst);
-            }));
-        }
-        // `self.receiver` lives as long as the sender: sending cannot fail.
-        self.jobs.send(request).expect("the receiver outlives the sender");
-    }
-
-    /// Wait for every request under way; the idle threads end.
-    fn finish(self) {
-        drop(self.jobs);
-        for thread in self.threads {
-            // A panicking request already answered nothing; the others are unaffected.
-            thread.join().ok();
-        }
+            let Some(request) = server.next_request(&mut lines) else {
+                turn.ended.store(true, Ordering::SeqCst);
+                // Tool calls waiting for this client, and later ones, fail at once.
+                server.sessions.close_bridges("the client closed the connection");
+                return;
+            };
+            // This thread leaves the readers: when it was the last, a new one takes over.
+            if turn.readers.fetch_sub(1, Ordering::SeqCst) == 1 {
+                turn.readers.fetch_add(1, Ordering::SeqCst);
+                scope.spawn(move || take_turns(scope, server, turn));
+            }
+            request
+            // The reader is released here: the next line is read while this request runs.
+        };
+        // A request that panics is left unanswered, as its thread is: the server goes
+        // on serving (the panic's message is on stderr).
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.handle(request))).ok();
+        server.in_flight.fetch_sub(1, Ordering::SeqCst);
+        turn.readers.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -553,6 +521,51 @@ impl<R: BufRead> LineReader<R> {
 }
 
 impl Server {
+    /// The next request to run on a thread of its own, answering the lines before it
+    /// that need none (bad lines, tool results, interrupts, requests over
+    /// [`MAX_IN_FLIGHT`]); `None` when the input ends. A request returned is counted in
+    /// flight.
+    fn next_request(&self, lines: &mut LineReader<impl BufRead>) -> Option<Request> {
+        loop {
+            let text = match lines.next_line()? {
+                Err(len) => {
+                    self.error(
+                        &Value::Null,
+                        ErrorCode::LineTooLong,
+                        &format!("request line of {len} bytes exceeds {MAX_LINE}"),
+                    );
+                    continue;
+                }
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => text,
+            };
+            // Parsed once, here: a line that is no request is answered at once.
+            let request = match parse_request(&text) {
+                Ok(request) => request,
+                Err((id, code, message)) => {
+                    self.error(&id, code, &message);
+                    continue;
+                }
+            };
+            // Tool results are answered inline: an execute may be waiting for one.
+            // Interrupts too: one reaches what runs when it is read, never an execute read
+            // after it (on a thread of its own, it could run after that execute had
+            // started, and interrupt it).
+            if matches!(request, Request::ToolResult { .. } | Request::SessionInterrupt { .. }) {
+                self.handle(request);
+                continue;
+            }
+            if self.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                let id =
+                    serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+                self.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
+                continue;
+            }
+            return Some(request);
+        }
+    }
+
     fn send(&self, message: &Output<'_>) {
         // A client that closed stdout cannot be told anything; requests still finish.
         write_line(&self.out, message);

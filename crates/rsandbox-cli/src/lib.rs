@@ -833,7 +833,7 @@ fn serve(
             // shared engine): the engine's shutdown is the server's, here, once its
             // client is gone; its last handle then drops in this thread, directories and all.
             let last = engine.clone();
-            fronts::stdio::serve(engine, std::io::stdin().lock(), std::io::stdout());
+            fronts::stdio::serve(engine, std::io::BufReader::new(std::io::stdin()), std::io::stdout());
             last.shutdown();
         }
         Some(addr) => {
