@@ -180,6 +180,25 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The id its answer carries; a `tool_result` has none (it gets no answer).
+    fn id(&self) -> Option<&Value> {
+        match self {
+            Request::Eval { id, .. }
+            | Request::SessionCreate { id, .. }
+            | Request::SessionExecute { id, .. }
+            | Request::SessionClose { id, .. }
+            | Request::SessionInterrupt { id, .. }
+            | Request::SessionPutFile { id, .. }
+            | Request::SessionGetFile { id, .. }
+            | Request::SessionListFiles { id, .. }
+            | Request::SessionSnapshot { id, .. }
+            | Request::Lint { id, .. } => Some(id),
+            Request::ToolResult { .. } => None,
+        }
+    }
+}
+
 /// A request's `id`, for the schema: any JSON value (a number or a string, usually),
 /// which the response carries back unchanged.
 pub struct RequestId;
@@ -448,9 +467,8 @@ fn take_turns<'scope, R: BufRead + Send>(
             request
             // The reader is released here: the next line is read while this request runs.
         };
-        // A request that panics is left unanswered, as its thread is: the server goes
-        // on serving (the panic's message is on stderr).
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.handle(request))).ok();
+        let id = request.id().cloned();
+        answer_a_panic(&server.out, id.as_ref(), || server.handle(request));
         server.in_flight.fetch_sub(1, Ordering::SeqCst);
         turn.readers.fetch_add(1, Ordering::SeqCst);
     }
@@ -746,6 +764,18 @@ impl Server {
 }
 
 /// Write one JSON line and flush; `false` when the client is gone.
+/// Run `work`, the handling of the request `id`; if it panics (a bug: the panic's
+/// message is on stderr), the client is told so under the request's id, as HTTP answers
+/// a panicked request with a 500, and the thread and the server go on serving.
+fn answer_a_panic(out: &Out, id: Option<&Value>, work: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
+        if let Some(id) = id {
+            let error = ErrorDetail { code: ErrorCode::EngineError, message: "a worker failed: it panicked".into() };
+            write_line(out, &Output::Error { id, error });
+        }
+    }
+}
+
 fn write_line(out: &Out, message: &Output<'_>) -> bool {
     // Only maps with string keys and finite numbers: nothing here can fail to serialize.
     let mut line = serde_json::to_string(message).expect("a stdio message serializes");
@@ -757,6 +787,35 @@ fn write_line(out: &Out, message: &Output<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_that_panics_is_answered_with_an_engine_error() {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let out: Out = Arc::new(Mutex::new(Box::new(SharedBytes(written.clone()))));
+        answer_a_panic(&out, Some(&Value::from(7)), || panic!("a bug"));
+        // A tool result has no id: nothing to answer.
+        answer_a_panic(&out, None, || panic!("a bug"));
+        answer_a_panic(&out, Some(&Value::from(8)), || {});
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert_eq!(lines[0]["id"], 7);
+        assert_eq!(lines[0]["error"]["code"], "engine_error");
+        assert_eq!(lines[0]["error"]["message"], "a worker failed: it panicked");
+    }
+
+    /// An output the test reads back.
+    struct SharedBytes(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for SharedBytes {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 
     #[test]
     fn oversized_lines_are_refused_and_skipped() {
