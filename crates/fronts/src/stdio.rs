@@ -575,9 +575,8 @@ impl Server {
             }
             if self.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
-                let id =
-                    serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
-                self.error(&id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
+                let id = request.id().unwrap_or(&Value::Null);
+                self.error(id, ErrorCode::Busy, &format!("{MAX_IN_FLIGHT} requests are already in flight"));
                 continue;
             }
             return Some(request);
