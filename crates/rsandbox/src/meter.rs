@@ -72,6 +72,14 @@ pub struct Meter {
     /// The leader's `cutime + cstime` when [`Meter::has_company`] last looked: growth
     /// means a child lived and was reaped in between.
     reaped_ticks: std::cell::Cell<u64>,
+    /// The leader's `/proc/PID/stat` and its main thread's `children`, opened once and
+    /// read again from the start at each look of [`Meter::has_company`] (at every
+    /// sample and at the end of every session request): opening them by path cost an
+    /// open, two reads and a close each, and a walk of `task/`, on every request's path.
+    /// Held open, they also cannot name another process: once the leader is reaped a
+    /// read fails with `ESRCH`, whoever gets its pid.
+    leader_stat: fs::File,
+    leader_children: fs::File,
     /// With PSS: the group's memory at the last walk of its page tables, and when the
     /// next walk is due (see [`WALK_SHARE`]).
     walked: std::cell::Cell<Option<(u64, Instant)>>,
@@ -119,21 +127,26 @@ impl Meter {
         } else {
             MemoryAccounting::Rss
         };
+        // /proc hides other users' processes (hidepid) or is not this pid namespace's.
+        let invisible = || io::Error::other(format!("process group {leader} is not visible in /proc"));
+        let leader_stat = fs::File::open(format!("/proc/{leader}/stat")).map_err(|_| invisible())?;
+        // A kernel without CONFIG_PROC_CHILDREN has no such file: no sandbox could tell
+        // whether R is alone, so none is made (fail closed).
+        let leader_children = fs::File::open(format!("/proc/{leader}/task/{leader}/children"))
+            .map_err(|e| io::Error::other(format!("cannot read the children of process {leader} in /proc: {e}")))?;
         let mut meter = Meter {
             pgid: leader,
             accounting,
             baseline: 0,
             ticks_per_ms: ticks.max(1) as f64 / 1000.0,
             reaped_ticks: std::cell::Cell::new(0),
+            leader_stat,
+            leader_children,
             walked: std::cell::Cell::new(None),
         };
         // The group is the leader alone now (it has not forked): read it, no scan.
-        let stat =
-            read_proc(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).filter(|s| s.pgid == leader);
-        let Some(stat) = stat else {
-            // /proc hides other users' processes (hidepid) or is not this pid namespace's.
-            return Err(io::Error::other(format!("process group {leader} is not visible in /proc")));
-        };
+        let stat = read_from_start(&meter.leader_stat).ok().and_then(|t| Stat::parse(&t)).filter(|s| s.pgid == leader);
+        let Some(stat) = stat else { return Err(invisible()) };
         meter.reaped_ticks.set(stat.children_ticks);
         meter.baseline = baseline(&meter)?;
         Ok(meter)
@@ -156,17 +169,30 @@ impl Meter {
     /// child (orphans are reparented to it; seccomp forbids `CLONE_PARENT`, which would
     /// make a sibling); and a child that lived between two looks left its CPU in the
     /// leader's `cutime` when reaped. A leader that is gone has none.
+    ///
+    /// A leader of one thread (R, unless native code started threads) is two reads of
+    /// files held open. The children of a thread that exits pass to a live thread of its
+    /// process, so with one thread left its `children` lists them all.
     pub fn has_company(&self) -> io::Result<bool> {
         let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH);
-        match read_proc(format!("/proc/{}/stat", self.pgid)) {
+        let threads = match read_from_start(&self.leader_stat) {
             Ok(text) => {
-                let reaped = Stat::parse(&text).map_or(0, |s| s.children_ticks);
+                let stat = Stat::parse(&text);
+                let reaped = stat.map_or(0, |s| s.children_ticks);
                 if reaped > self.reaped_ticks.replace(reaped) {
                     return Ok(true);
                 }
+                stat.map(|s| s.threads)
             }
             Err(e) if gone(&e) => return Ok(false),
             Err(e) => return Err(e),
+        };
+        if threads == Some(1) {
+            return match first_bytes(&self.leader_children) {
+                Ok(listed) => Ok(listed),
+                Err(e) if gone(&e) => Ok(false),
+                Err(e) => Err(e),
+            };
         }
         let tasks = match fs::read_dir(format!("/proc/{}/task", self.pgid)) {
             Ok(tasks) => tasks,
@@ -278,6 +304,38 @@ fn read_proc(path: impl AsRef<std::path::Path>) -> io::Result<String> {
     String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// A line file of `/proc` held open (`stat`), read again from its start: `/proc`
+/// makes its text anew for a read at offset 0. Read until the line's newline (one call
+/// for a stat line), or the end.
+fn read_from_start(file: &fs::File) -> io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while text.last() != Some(&b'\n') {
+        match file.read_at(&mut chunk, text.len() as u64) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Whether a file of `/proc` held open (a thread's `children`) has any text now: one
+/// read from its start, of one byte at most.
+fn first_bytes(file: &fs::File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut byte = [0u8; 1];
+    loop {
+        match file.read_at(&mut byte, 0) {
+            Ok(n) => return Ok(n > 0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// `Pss_Anon + Pss_Shmem` of a process, bytes: a walk of its page tables.
 fn proportional_of(pid: i32) -> io::Result<u64> {
     kilobytes(&format!("/proc/{pid}/smaps_rollup"), ["Pss_Anon:", "Pss_Shmem:"])
@@ -353,6 +411,8 @@ struct Stat {
     cpu_ticks: u64,
     /// cutime + cstime: the CPU of the children it reaped.
     children_ticks: u64,
+    /// Threads of the process (`num_threads`).
+    threads: u32,
 }
 
 impl Stat {
@@ -361,12 +421,14 @@ impl Stat {
     fn parse(text: &str) -> Option<Stat> {
         let rest = &text[text.rfind(')')? + 1..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        // After the name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15) cutime(16) cstime(17).
+        // After the name: state(3) ppid(4) pgrp(5) ... utime(14) stime(15) cutime(16)
+        // cstime(17) ... num_threads(20).
         let field = |n: usize| fields.get(n - 3).copied();
         let pgid = field(5)?.parse().ok()?;
         let ticks = |n: usize| field(n).and_then(|f| f.parse::<i64>().ok()).map(|v| v.max(0) as u64);
         let children_ticks = ticks(16)? + ticks(17)?;
-        Some(Stat { pgid, cpu_ticks: ticks(14)? + ticks(15)? + children_ticks, children_ticks })
+        let threads = field(20)?.parse().ok()?;
+        Some(Stat { pgid, cpu_ticks: ticks(14)? + ticks(15)? + children_ticks, children_ticks, threads })
     }
 }
 
@@ -420,7 +482,7 @@ mod tests {
     #[test]
     fn stat_lines_parse_past_hostile_command_names() {
         let line = "1234 (a) b (c) 5 6) S 1 777 777 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 100 0 0";
-        assert_eq!(Stat::parse(line), Some(Stat { pgid: 777, cpu_ticks: 310, children_ticks: 10 }));
+        assert_eq!(Stat::parse(line), Some(Stat { pgid: 777, cpu_ticks: 310, children_ticks: 10, threads: 1 }));
         assert_eq!(Stat::parse("garbage"), None);
     }
 
@@ -532,6 +594,72 @@ mod tests {
         assert!(worker_reaped, "the worker was not reaped within 20 s");
         assert!(seen, "a worker that lived and was reaped between two looks is company");
         assert!(!again, "once its CPU has been seen, a reaped child is no company");
+    }
+
+    /// The fork of a thread that is not the leader's main thread is company, while that
+    /// thread lives (found through its own `children`) and after it exits (its child is
+    /// the main thread's then, read from the file held open).
+    #[test]
+    fn a_child_of_another_thread_is_company_before_and_after_that_thread_ends() {
+        extern "C" fn forking_thread(pipes: *mut libc::c_void) -> *mut libc::c_void {
+            // SAFETY: `pipes` points at the leader's two fds, alive for the leader's life;
+            // the thread only forks, writes, reads, and the grandchild only pauses.
+            unsafe {
+                let [forked_w, end_r] = *(pipes as *const [i32; 2]);
+                if libc::fork() == 0 {
+                    libc::pause();
+                    libc::_exit(0);
+                }
+                libc::write(forked_w, b"f".as_ptr().cast(), 1);
+                let mut byte = 0u8;
+                libc::read(end_r, (&mut byte as *mut u8).cast(), 1);
+            }
+            std::ptr::null_mut()
+        }
+        let (forked_r, forked_w) = pipe();
+        let (end_r, end_w) = pipe();
+        // SAFETY: the leader starts one thread (glibc resets its allocator and stack
+        // locks in a forked child), then waits to be killed with its group below.
+        let leader = unsafe { libc::fork() };
+        if leader == 0 {
+            // SAFETY: as above; `pipes` outlives the thread (the leader never returns).
+            unsafe {
+                libc::setpgid(0, 0);
+                let pipes = [forked_w, end_r];
+                let mut thread: libc::pthread_t = 0;
+                libc::pthread_create(&mut thread, std::ptr::null(), forking_thread, pipes.as_ptr() as *mut _);
+                libc::pthread_join(thread, std::ptr::null_mut());
+                libc::pause();
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: as in the tests above.
+        unsafe { libc::setpgid(leader, leader) };
+        let meter = Meter::new(leader).unwrap();
+        let mut byte = 0u8;
+        // SAFETY: reading one byte of our own pipe.
+        let forked = unsafe { libc::read(forked_r, (&mut byte as *mut u8).cast(), 1) } == 1;
+        let threads =
+            || read_proc(format!("/proc/{leader}/stat")).ok().and_then(|t| Stat::parse(&t)).map(|s| s.threads);
+        let while_thread_lives = (threads(), meter.has_company().unwrap());
+        // SAFETY: one byte to our own pipe: the thread ends.
+        unsafe { libc::write(end_w, b"e".as_ptr().cast(), 1) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while threads() != Some(1) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let after_thread_ended = (threads(), meter.has_company().unwrap());
+        // SAFETY: killing the test's own group (leader and grandchild) and reaping the leader.
+        unsafe {
+            libc::kill(-leader, libc::SIGKILL);
+            libc::waitpid(leader, std::ptr::null_mut(), 0);
+            for fd in [forked_r, forked_w, end_r, end_w] {
+                libc::close(fd);
+            }
+        }
+        assert!(forked, "the thread forked");
+        assert_eq!(while_thread_lives, (Some(2), true), "(threads, company) while the forking thread lives");
+        assert_eq!(after_thread_ended, (Some(1), true), "(threads, company) once only the main thread is left");
     }
 
     /// With PSS, a second sample right after a walk reuses its memory (the walk is
