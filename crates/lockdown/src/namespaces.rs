@@ -132,7 +132,7 @@ pub(crate) fn open_namespace(path: &Path, kind: libc::c_int) -> io::Result<Owned
     let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)?;
     let fs_type = rustix::fs::fstatfs(&file)?.f_type as i64;
     // SAFETY: NS_GET_NSTYPE takes no argument and returns an integer.
-    let file_kind = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE) };
+    let file_kind = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE as _) };
     if fs_type != NSFS_MAGIC || file_kind != kind {
         return Err(io::Error::other(format!("{} is not a pinned namespace", path.display())));
     }

@@ -220,7 +220,12 @@ pub fn forbidden_clone_flags() -> u32 {
 }
 
 /// `ioctl` requests that act on another terminal's input or console: violations.
-const FORBIDDEN_IOCTLS: [libc::c_ulong; 2] = [libc::TIOCSTI, libc::TIOCLINUX];
+// (`as`: musl's libc declares the requests `c_int`, glibc's `c_ulong`.)
+const FORBIDDEN_IOCTLS: [libc::c_ulong; 2] = [libc::TIOCSTI as libc::c_ulong, libc::TIOCLINUX as libc::c_ulong];
+
+/// `prctl` options the `libc` crate declares for glibc only (`linux/prctl.h`).
+const PR_GET_SPECULATION_CTRL: libc::c_int = 52;
+const PR_SET_SPECULATION_CTRL: libc::c_int = 53;
 
 /// `ioctl` request blocks refused with `EPERM`: the socket ioctls (`0x89xx`: interface
 /// list, addresses, MAC, `SIOCETHTOOL` driver and bus address) and the wireless ones
@@ -247,8 +252,8 @@ const PRCTL_ALLOWED: [libc::c_int; 20] = [
     libc::PR_GET_TID_ADDRESS,
     libc::PR_SET_THP_DISABLE,
     libc::PR_GET_THP_DISABLE,
-    libc::PR_GET_SPECULATION_CTRL,
-    libc::PR_SET_SPECULATION_CTRL,
+    PR_GET_SPECULATION_CTRL,
+    PR_SET_SPECULATION_CTRL,
     // glibc names its anonymous mappings (PR_SET_VMA_ANON_NAME).
     0x5356_4d41,
     libc::PR_CAP_AMBIENT,

@@ -323,9 +323,9 @@ pub fn bring_loopback_up() -> io::Result<()> {
     }
     // SAFETY: `request` is a valid ifreq for both calls, which read and write only it.
     unsafe {
-        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request))?;
+        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut request))?;
         request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request))
+        check_int(libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS as _, &request))
     }
 }
 

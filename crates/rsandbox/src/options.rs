@@ -148,12 +148,18 @@ impl EvalOptions {
     }
 }
 
+/// The type `getrlimit` takes its resource as: glibc's own, musl's `c_int`.
+#[cfg(target_env = "gnu")]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type RlimitResource = libc::c_int;
+
 /// This process's hard limit for `resource` (`None`: unlimited or unknown), read once:
 /// it is checked for every request (the default limits ask for three), and the engine
 /// never changes its own limits. (Should the embedding program lower one later, a request
 /// above it is refused by the sandbox's start instead of here.)
-fn hard_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
-    type Limits = [(libc::__rlimit_resource_t, Option<u64>); 4];
+fn hard_limit(resource: RlimitResource) -> Option<u64> {
+    type Limits = [(RlimitResource, Option<u64>); 4];
     static HARD: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
     let read = |resource| {
         let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
