@@ -534,6 +534,23 @@ pub fn rsandbox_server_main() -> ExitCode {
     run(run_server)
 }
 
+/// Let a server open as many files as its hard limit allows. Each open session holds
+/// about nine descriptors in the server (its pipes, channels, pidfd and the meter's
+/// `/proc` files), and the soft limit many systems start programs with (1024, kept low
+/// for `select`, which this server does not use) ran out near a hundred sessions, where
+/// the hard limit (often 524 288) allows thousands. Only the soft limit moves: every
+/// sandbox sets its own (`--nofile`, 256 by default). A limit that cannot be raised
+/// stays as it is; a sandbox refused for want of descriptors says so (`busy`).
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        if let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: limit.maximum, maximum: limit.maximum }) {
+            eprintln!("rsandbox: could not raise the open-file limit to its hard limit: {e}");
+        }
+    }
+}
+
 /// Parse the command line and run its command; `servers` runs `serve`, `mcp` and the
 /// daemon's server.
 fn run(servers: fn(Command) -> anyhow::Result<u8>) -> ExitCode {
@@ -577,6 +594,7 @@ fn run(servers: fn(Command) -> anyhow::Result<u8>) -> ExitCode {
 
 /// `serve`, `mcp` and the daemon's server, in this process (`rsandbox-server`).
 fn run_server(command: Command) -> anyhow::Result<u8> {
+    raise_open_file_limit();
     match command {
         Command::Serve { stdio: _, http, token_file, caps, prefork, node, engine } => match node.apply() {
             Ok(()) => serve(&engine, prefork, http, token_file, &caps),

@@ -48,6 +48,18 @@ impl Server {
             Some(tag) => command.env("RSANDBOX_NODE_ID", tag),
             None => command.env_remove("RSANDBOX_NODE_ID"),
         };
+        Server::spawn(command)
+    }
+
+    /// Started by `sh` after `ulimit <limit>` (e.g. `-Sn 64`): the server is the shell's
+    /// process (`exec`), so its pid is the child's.
+    fn start_under_ulimit(limit: &str) -> Server {
+        let mut command = Command::new("sh");
+        command.args(["-c", &format!("ulimit {limit} && exec \"$0\" serve --stdio"), env!("CARGO_BIN_EXE_rsandbox")]);
+        Server::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Server {
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("rsandbox serve starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -271,6 +283,60 @@ fn floods_of_requests_and_sessions_are_bounded() {
     assert_eq!(s.recv_id(200)["closed"], true);
     s.send(json!({"id": 201, "op": "session.create"}));
     assert!(s.recv_id(201)["session"].is_string(), "a slot freed by close");
+}
+
+/// The server's open-file limits (soft, hard), from its `/proc/PID/limits`.
+fn open_file_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("a Max open files line");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_string(), fields[4].to_string())
+}
+
+#[test]
+fn a_server_raises_its_soft_open_file_limit_to_the_hard_one() {
+    // Each session holds about nine descriptors: 24 need ~250, beyond a soft limit of 64.
+    let mut s = Server::start_under_ulimit("-Sn 64");
+    for id in 0..24 {
+        s.send(json!({"id": id, "op": "session.create"}));
+        assert!(s.recv_id(id)["session"].is_string(), "session {id} under a soft limit of 64");
+    }
+    let (soft, hard) = open_file_limits(s.child.id());
+    assert_eq!(soft, hard, "the soft limit raised to the hard one");
+    assert_ne!(soft, "64");
+}
+
+#[test]
+fn out_of_descriptors_a_sandbox_is_refused_as_busy_and_the_server_keeps_serving() {
+    // A hard limit of 300 (R needs 256 for its sandboxes' default): about 28 sessions.
+    let mut s = Server::start_under_ulimit("-n 300");
+    let mut ids = Vec::new();
+    let refused = (0..64)
+        .find_map(|id| {
+            s.send(json!({"id": id, "op": "session.create"}));
+            let v = s.recv_id(id);
+            match v["session"].as_str() {
+                Some(sid) => {
+                    ids.push(sid.to_string());
+                    None
+                }
+                None => Some(v),
+            }
+        })
+        .expect("a session refused before the server's 64");
+    assert!(ids.len() >= 10, "{} sessions before the refusal", ids.len());
+    assert_eq!(refused["error"]["code"], "busy", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("as many files open as its limit allows (300;"), "{message}");
+    assert!(message.contains("ulimit -n"), "{message}");
+    // Closing a session frees its descriptors for the next one.
+    s.send(json!({"id": 100, "op": "session.close", "session": ids[0]}));
+    assert_eq!(s.recv_id(100)["closed"], true);
+    s.send(json!({"id": 101, "op": "session.create"}));
+    let again = s.recv_id(101);
+    assert!(again["session"].is_string(), "a session after one was closed: {again}");
+    s.send(json!({"id": 102, "op": "session.execute", "session": again["session"], "code": "1+1"}));
+    assert_eq!(s.recv_id(102)["result"]["value"], 2);
 }
 
 #[test]

@@ -161,9 +161,23 @@ impl RefusedLayer {
 }
 
 impl EngineError {
-    /// Wrap an I/O error with what was being done.
+    /// Wrap an I/O error with what was being done. Running out of file descriptors is
+    /// the server's capacity, not a failure: [`EngineError::Capacity`], naming the limit.
     pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
         let what = what.into();
-        move |source| EngineError::Io { what, source }
+        move |source| match source.raw_os_error() {
+            Some(libc::EMFILE) => {
+                let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+                let limit = limit.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+                EngineError::Capacity(format!(
+                    "the server has as many files open as its limit allows ({limit}; each sandbox holds about \
+                     nine), so it could not {what}: close sessions, or raise the limit (ulimit -n)"
+                ))
+            }
+            Some(libc::ENFILE) => EngineError::Capacity(format!(
+                "the system's table of open files is full, so the server could not {what} (fs.file-max)"
+            )),
+            _ => EngineError::Io { what, source },
+        }
     }
 }
