@@ -287,31 +287,24 @@ fn children_of(pid: i32) -> Vec<i32> {
 
 /// A file of `/proc`, read in as few system calls as its size allows. `fs::read_to_string`
 /// first asks for the size (0 in `/proc`), then reads from 32 bytes up: nine calls for a
-/// stat line, on the path of every session request ([`Meter::has_company`]).
+/// stat line, read for every member at every sample of the meter.
 fn read_proc(path: impl AsRef<std::path::Path>) -> io::Result<String> {
-    use std::io::Read;
-    let mut file = fs::File::open(path)?;
-    let mut text = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => text.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    read_text(&fs::File::open(path)?, false)
 }
 
 /// A line file of `/proc` held open (`stat`), read again from its start: `/proc`
 /// makes its text anew for a read at offset 0. Read until the line's newline (one call
 /// for a stat line), or the end.
 fn read_from_start(file: &fs::File) -> io::Result<String> {
+    read_text(file, true)
+}
+
+/// A file of `/proc` from its start to its end, or to its first newline (`line`).
+fn read_text(file: &fs::File, line: bool) -> io::Result<String> {
     use std::os::unix::fs::FileExt;
     let mut text = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while text.last() != Some(&b'\n') {
+    let mut chunk = [0u8; 4096];
+    while !(line && text.last() == Some(&b'\n')) {
         match file.read_at(&mut chunk, text.len() as u64) {
             Ok(0) => break,
             Ok(n) => text.extend_from_slice(&chunk[..n]),
