@@ -626,7 +626,18 @@ fn exec_leaves_the_cli_dumpable() {
         .spawn()
         .expect("rsandbox exec starts");
     running_program_of(&cli);
-    let owner = std::fs::metadata(format!("/proc/{}/fd", cli.id())).unwrap().uid();
+    // The program's exec shows in its `comm` a moment before the CLI, woken by that exec,
+    // has put its dumpability back: look again until it has (the program waits for its
+    // line meanwhile), at most a few seconds.
+    let fd_dir = format!("/proc/{}/fd", cli.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let owner = loop {
+        let owner = std::fs::metadata(&fd_dir).unwrap().uid();
+        if owner == account.uid || std::time::Instant::now() > deadline {
+            break owner;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"\n").unwrap();
     assert!(cli.wait().unwrap().success());
     assert_eq!(owner, account.uid, "the CLI's /proc/PID/fd is its user's while its program runs");
