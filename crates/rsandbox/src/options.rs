@@ -2,6 +2,7 @@
 //! Engine-wide settings are [`crate::config`]'s.
 
 use crate::errors::InputError;
+use rustix::process::Resource;
 use std::time::Duration;
 
 /// Largest code accepted (1 MiB).
@@ -128,14 +129,14 @@ impl EvalOptions {
         // A sandbox cannot raise a limit above this process's hard limit: asking for more
         // is bad input, said before any fork (not a sandbox that fails to start).
         for (what, asked, resource) in [
-            ("nofile", self.open_files, libc::RLIMIT_NOFILE),
-            ("nproc", self.processes, libc::RLIMIT_NPROC),
-            ("cpu", self.cpu_seconds, libc::RLIMIT_CPU),
-            ("fsize", self.file_size, libc::RLIMIT_FSIZE),
+            ("nofile", self.open_files, Resource::Nofile),
+            ("nproc", self.processes, Resource::Nproc),
+            ("cpu", self.cpu_seconds, Resource::Cpu),
+            ("fsize", self.file_size, Resource::Fsize),
         ] {
             if let (Some(asked), Some(hard)) = (asked, hard_limit(resource)) {
                 // CPU: the hard limit is set one above the soft one (SIGXCPU first).
-                let needed = if resource == libc::RLIMIT_CPU { asked.saturating_add(1) } else { asked };
+                let needed = if resource == Resource::Cpu { asked.saturating_add(1) } else { asked };
                 if needed > hard {
                     return Err(InputError::BadLimit {
                         what: what.into(),
@@ -148,27 +149,14 @@ impl EvalOptions {
     }
 }
 
-/// The type `getrlimit` takes its resource as: glibc's own, musl's `c_int`.
-#[cfg(target_env = "gnu")]
-type RlimitResource = libc::__rlimit_resource_t;
-#[cfg(not(target_env = "gnu"))]
-type RlimitResource = libc::c_int;
-
 /// This process's hard limit for `resource` (`None`: unlimited or unknown), read once:
 /// it is checked for every request (the default limits ask for three), and the engine
 /// never changes its own limits. (Should the embedding program lower one later, a request
 /// above it is refused by the sandbox's start instead of here.)
-fn hard_limit(resource: RlimitResource) -> Option<u64> {
-    type Limits = [(RlimitResource, Option<u64>); 4];
-    static HARD: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
-    let read = |resource| {
-        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit writes one rlimit into the struct we pass.
-        let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
-        (resource, (ok && limit.rlim_max != libc::RLIM_INFINITY).then_some(limit.rlim_max))
-    };
-    let all =
-        HARD.get_or_init(|| [libc::RLIMIT_NOFILE, libc::RLIMIT_NPROC, libc::RLIMIT_CPU, libc::RLIMIT_FSIZE].map(read));
+fn hard_limit(resource: Resource) -> Option<u64> {
+    static HARD: std::sync::OnceLock<[(Resource, Option<u64>); 4]> = std::sync::OnceLock::new();
+    let read = |resource| (resource, rustix::process::getrlimit(resource).maximum);
+    let all = HARD.get_or_init(|| [Resource::Nofile, Resource::Nproc, Resource::Cpu, Resource::Fsize].map(read));
     all.iter().find(|(r, _)| *r == resource).map_or_else(|| read(resource).1, |(_, hard)| *hard)
 }
 
