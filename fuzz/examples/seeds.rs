@@ -134,6 +134,7 @@ fn wire_seeds() {
                 tools: vec![ToolStub { name: "add".into(), args: vec!["a".into(), "b".into()] }],
             },
         ),
+        ("settle", ChildRequest::Settle),
         ("tool_reply", ChildRequest::ToolReply { call: 7, value: Some(json!(3)), error: None }),
     ];
     for (name, request) in &requests {

@@ -135,7 +135,7 @@ impl Pool {
 
     /// Idle, busy and dead counts.
     pub fn status(&self) -> PoolStatus {
-        let (idle, dead) = self.children.counts();
+        let (idle, dead, _) = self.children.counts();
         PoolStatus { idle, busy: *self.busy.0.lock().expect("pool"), dead, size: self.size }
     }
 }

@@ -450,6 +450,29 @@ fn a_preforking_engine_serves_evals_and_sessions_from_waiting_children() {
 }
 
 #[test]
+fn children_made_while_nobody_waits_are_settled_and_serve_as_any_other() {
+    // An engine of its own: the shared one's counts depend on the other tests.
+    let e = Engine::start(EngineConfig { prefork: 2, ..EngineConfig::default() }).expect("engine starts");
+    let full = wait_for_idle(&e, 2);
+    // Both children were made with no request waiting and no replacement due, so each
+    // had its warm-up's garbage collected before it joined the set.
+    assert_eq!((full.idle, full.settled), (2, 2), "{full:?}");
+    // The collection ran as our own code between requests: a first request sees nothing
+    // of it (no output, nothing bound but the child's seed) and runs as on any child.
+    let first = e.eval("1 + 1", &EvalOptions::default()).unwrap();
+    assert_eq!((first.outcome, first.stdout.as_str(), &first.value), (Outcome::Ok, "[1] 2\n", &json!(2)), "{first:?}");
+    let globals = e.eval("setdiff(ls(all.names = TRUE), '.Random.seed')", &EvalOptions::default()).unwrap();
+    assert_eq!(globals.value, json!([]), "{globals:?}");
+    // Allocation after the collection: a session on a settled child builds and keeps data.
+    wait_for_idle(&e, 2);
+    let s = e.session(EvalOptions::default(), vec![]).unwrap();
+    let made = s.execute("x <- lapply(1:20000, function(i) c(i, i)); length(x)", &quick()).unwrap();
+    assert_eq!(made.value, json!(20000), "{made:?}");
+    let kept = s.execute("sum(vapply(x, sum, 0))", &quick()).unwrap();
+    assert_eq!(kept.value.as_f64(), Some(400_020_000.0), "{kept:?}");
+}
+
+#[test]
 fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     let e = engine();
     let zygote_binary = rsandbox::zygote::locate_zygote(None).unwrap();

@@ -154,6 +154,7 @@ impl ChildReport {
             ChildReport::ToolCall { .. } => "tool_call",
             ChildReport::ToolsDefined => "tools_defined",
             ChildReport::ToolsFailed { .. } => "tools_failed",
+            ChildReport::Settled => "settled",
             ChildReport::Quit { .. } => "quit",
             ChildReport::Output { .. } => "output",
             ChildReport::FileWritten { .. } => "file_written",
@@ -179,6 +180,7 @@ impl ChildRequest {
             ChildRequest::ListFiles => "list_files",
             ChildRequest::Snapshot => "snapshot",
             ChildRequest::Restore { .. } => "restore",
+            ChildRequest::Settle => "settle",
         }
         .to_string()
     }

@@ -165,6 +165,10 @@ pub enum ChildRequest {
         /// Tool names and argument names (checked again by the child).
         tools: Vec<ToolStub>,
     },
+    /// Collect the garbage of the child's warm-up (`rsandbox_collect_young` in the
+    /// zygote's `eval.R` says why), while the child waits idle with nobody asking for it;
+    /// answered with `Settled`.
+    Settle,
     /// The answer to a `ToolCall`.
     ToolReply {
         /// The call id.
@@ -219,6 +223,8 @@ pub enum ChildReport {
         /// Why.
         error: String,
     },
+    /// `Settle` done.
+    Settled,
     /// A message or warning, while the code runs (`Eval` with `stream`).
     Output {
         /// `message` or `warning`.

@@ -89,13 +89,14 @@ impl EmbeddedR {
             }
             let f = Rf_install(name.as_ptr());
             let call = match arg_values.as_slice() {
+                [] => Rf_lang1(f),
                 [a] => Rf_lang2(f, *a),
                 [a, b] => Rf_lang3(f, *a, *b),
                 [a, b, c] => Rf_lang4(f, *a, *b, *c),
                 [a, b, c, d] => Rf_lang5(f, *a, *b, *c, *d),
                 _ => {
                     Rf_unprotect(protected);
-                    return Err(RError(format!("{function}: one to four arguments expected")));
+                    return Err(RError(format!("{function}: at most four arguments expected")));
                 }
             };
             Rf_protect(call);

@@ -29,6 +29,7 @@ extern "C" {
     pub fn Rf_ScalarString(s: SEXP) -> SEXP;
     pub fn Rf_install(s: *const c_char) -> SEXP;
     pub fn Rf_lang3(f: SEXP, a: SEXP, b: SEXP) -> SEXP;
+    pub fn Rf_lang1(f: SEXP) -> SEXP;
     pub fn Rf_lang2(f: SEXP, a: SEXP) -> SEXP;
     pub fn R_set_command_line_arguments(argc: c_int, argv: *mut *mut c_char);
     pub fn Rf_lang4(f: SEXP, a: SEXP, b: SEXP, c: SEXP) -> SEXP;

@@ -156,12 +156,21 @@ pub fn run(
                 Ok(()) => write_report(&ChildReport::ToolsDefined),
                 Err(error) => report_and_exit(&ChildReport::ToolsFailed { error }, SETUP_FAILED),
             },
+            // Idle with nobody waiting for it: the warm-up's garbage collected, so that the
+            // first request allocates into pages this child has copied already.
+            Ok(Some(ChildRequest::Settle)) => match r.call("rsandbox_collect_young", &[]) {
+                Ok(_) => write_report(&ChildReport::Settled),
+                Err(e) => report_and_exit(
+                    &ChildReport::SetupFailed { error: format!("the collection after the warm-up failed: {e}") },
+                    SETUP_FAILED,
+                ),
+            },
             // The supervisor closed the channel: the normal end.
             Ok(None) => lockdown_exit(0),
             // A reply with no call pending, or a broken channel: the supervisor kills us
             // anyway; saying why helps whoever reads its log.
             Ok(Some(other)) => {
-                eprintln!("rsandbox child: expected eval or define_tools, got {}", other.tag());
+                eprintln!("rsandbox child: expected a request, got {}", other.tag());
                 lockdown_exit(SETUP_FAILED)
             }
             Err(e) => {
