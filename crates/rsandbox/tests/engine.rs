@@ -473,6 +473,25 @@ fn children_made_while_nobody_waits_are_settled_and_serve_as_any_other() {
 }
 
 #[test]
+fn while_a_long_request_runs_the_set_refills_once_it_runs_dry() {
+    let e = Engine::start(EngineConfig { prefork: 2, ..EngineConfig::default() }).expect("engine starts");
+    assert_eq!(wait_for_idle(&e, 2).idle, 2);
+    let long = {
+        let e = e.clone();
+        std::thread::spawn(move || e.eval("Sys.sleep(4); 1", &EvalOptions::default()).unwrap())
+    };
+    // The long request holds one child; taking the other empties the set, and then both
+    // replacements come while the long request still runs (its own is due: it was taken
+    // more than REPLACE_AFTER ago).
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(e.eval("1 + 1", &EvalOptions::default()).unwrap().value, json!(2));
+    let refilled = wait_for_idle(&e, 2);
+    assert!(!long.is_finished(), "the set refilled only after the long request: {refilled:?}");
+    assert_eq!(refilled.idle, 2, "{refilled:?}");
+    assert_eq!(long.join().unwrap().value, json!(1));
+}
+
+#[test]
 fn the_zygote_refuses_a_spawn_whose_policy_is_invalid() {
     let e = engine();
     let zygote_binary = rsandbox::zygote::locate_zygote(None).unwrap();
