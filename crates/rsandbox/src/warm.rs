@@ -248,67 +248,82 @@ fn pop_alive(state: &mut State) -> Option<Prepared> {
     None
 }
 
+/// A replenisher's wait after a failed fork, doubled after each failure in a row up to
+/// [`MAX_RETRY`]: a zygote restarting is back within the first, and a server out of
+/// descriptors logs a failure a few times a minute instead of five times a second.
+const FIRST_RETRY: Duration = Duration::from_millis(200);
+const MAX_RETRY: Duration = Duration::from_secs(5);
+
+fn next_retry(after: Duration) -> Duration {
+    (after * 2).min(MAX_RETRY)
+}
+
 /// Keep `target` children idle: fork a replacement whenever one is taken. Holds the
 /// engine weakly, so an engine nobody uses any more shuts down.
 fn spawn_replenisher(engine: Weak<EngineInner>, options: EvalOptions, target: usize, shared: Shared) {
     std::thread::Builder::new()
         .name("rsandbox-warm".into())
-        .spawn(move || loop {
-            {
+        .spawn(move || {
+            let mut retry = FIRST_RETRY;
+            loop {
+                {
+                    let (lock, cond) = &*shared;
+                    let mut state = lock.lock().expect("warm set");
+                    loop {
+                        if state.closed {
+                            return;
+                        }
+                        if state.idle.len() + state.forking >= target {
+                            state = cond.wait(state).expect("warm set");
+                            continue;
+                        }
+                        match state.replacement_wait(Instant::now()) {
+                            Some(left) => state = cond.wait_timeout(state, left).expect("warm set").0,
+                            None => break,
+                        }
+                    }
+                    // This replacement is the oldest taken child's.
+                    state.serving.pop_front();
+                    state.forking += 1;
+                }
+                let Some(engine) = Engine::upgrade(&engine) else { return };
+                let mut prepared = engine.prepare_warm(&options);
+                drop(engine);
+                let mut settled = false;
+                if let Ok(made) = &mut prepared {
+                    if shared.0.lock().expect("warm set").idle_enough_to_settle(target) {
+                        match made.child.settle() {
+                            Ok(()) => settled = true,
+                            Err(e) => prepared = Err(e),
+                        }
+                    }
+                }
                 let (lock, cond) = &*shared;
                 let mut state = lock.lock().expect("warm set");
-                loop {
-                    if state.closed {
+                state.forking -= 1;
+                state.settled += usize::from(settled);
+                match prepared {
+                    Ok(prepared) if !state.closed => {
+                        retry = FIRST_RETRY;
+                        state.idle.push(prepared);
+                        cond.notify_all();
+                    }
+                    Ok(late) => {
+                        cond.notify_all();
+                        drop(state);
+                        drop(late);
                         return;
                     }
-                    if state.idle.len() + state.forking >= target {
-                        state = cond.wait(state).expect("warm set");
-                        continue;
+                    // A failed fork (zygote restarting, descriptors run out): back off, then
+                    // try again. Requests meanwhile fork on demand and get the error themselves.
+                    Err(e) => {
+                        // A request waiting for this fork forks its own now.
+                        cond.notify_all();
+                        drop(state);
+                        crate::note!("rsandbox: failed to fork a child ahead of requests (next try in {retry:?}): {e}");
+                        std::thread::sleep(retry);
+                        retry = next_retry(retry);
                     }
-                    match state.replacement_wait(Instant::now()) {
-                        Some(left) => state = cond.wait_timeout(state, left).expect("warm set").0,
-                        None => break,
-                    }
-                }
-                // This replacement is the oldest taken child's.
-                state.serving.pop_front();
-                state.forking += 1;
-            }
-            let Some(engine) = Engine::upgrade(&engine) else { return };
-            let mut prepared = engine.prepare_warm(&options);
-            drop(engine);
-            let mut settled = false;
-            if let Ok(made) = &mut prepared {
-                if shared.0.lock().expect("warm set").idle_enough_to_settle(target) {
-                    match made.child.settle() {
-                        Ok(()) => settled = true,
-                        Err(e) => prepared = Err(e),
-                    }
-                }
-            }
-            let (lock, cond) = &*shared;
-            let mut state = lock.lock().expect("warm set");
-            state.forking -= 1;
-            state.settled += usize::from(settled);
-            match prepared {
-                Ok(prepared) if !state.closed => {
-                    state.idle.push(prepared);
-                    cond.notify_all();
-                }
-                Ok(late) => {
-                    cond.notify_all();
-                    drop(state);
-                    drop(late);
-                    return;
-                }
-                // A failed fork (zygote restarting): back off, then try again. Requests
-                // meanwhile fork on demand and get the error themselves.
-                Err(e) => {
-                    // A request waiting for this fork forks its own now.
-                    cond.notify_all();
-                    drop(state);
-                    crate::note!("rsandbox: failed to fork a child ahead of requests: {e}");
-                    std::thread::sleep(Duration::from_millis(200));
                 }
             }
         })
@@ -394,6 +409,16 @@ mod tests {
         let mut replacement_due = State { forking: 2, ..State::default() };
         replacement_due.serving.push_back((1, Instant::now()));
         assert!(!replacement_due.idle_enough_to_settle(target), "a request is being served: more may follow");
+    }
+
+    #[test]
+    fn failed_forks_are_retried_ever_less_often_up_to_a_bound() {
+        let mut waits = vec![FIRST_RETRY];
+        for _ in 0..6 {
+            waits.push(next_retry(*waits.last().unwrap()));
+        }
+        let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [200, 400, 800, 1600, 3200, 5000, 5000]);
     }
 
     #[test]
