@@ -1,6 +1,8 @@
 //! What an operator sees: a request id on every response (`x-request-id`) and in every
 //! log line of that request, one structured log line per request (`tracing`; the CLI
-//! prints them as JSON), and the counters and latency histograms of `/metrics`.
+//! prints them as JSON) holding its result's outcome, and the counters and latency
+//! histograms of `/metrics`. A result that comes after its request was answered (a job's,
+//! a stream's) has a line of its own.
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
@@ -22,6 +24,15 @@ const BUCKETS: [f64; 14] = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 /// Who asked, set by the token check: its name in logs and metrics.
 #[derive(Clone, Debug)]
 pub struct Caller(pub String);
+
+/// A result's outcome and time, for the log line of the request it answers: one line a
+/// request, written before the answer is sent (with a second line, a fresh `1+1` 15 ms
+/// apart took 1.00-1.03 of the time).
+#[derive(Clone, Debug)]
+pub struct AnsweredResult {
+    outcome: String,
+    wall_ms: u64,
+}
 
 #[derive(Default)]
 struct Histogram {
@@ -70,14 +81,22 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Count a result's outcome (and its violation), and log it in the request's span.
-    pub fn result(&self, result: &rsandbox::EvalResult) {
+    /// Count a result's outcome (and its violation); what the request's log line says of
+    /// it, put into the response's extensions by the route that answers with the result.
+    pub fn result(&self, result: &rsandbox::EvalResult) -> AnsweredResult {
         let outcome = result.outcome.name();
         *self.outcomes.lock().expect("metrics").entry(outcome.clone()).or_default() += 1;
         if let Some(v) = &result.violation {
             *self.violations.lock().expect("metrics").entry(v.syscall.clone()).or_default() += 1;
         }
-        tracing::info!(outcome = %outcome, wall_ms = result.usage.wall_ms, "result");
+        AnsweredResult { outcome, wall_ms: result.usage.wall_ms }
+    }
+
+    /// Count a result whose request was answered before it came (a job, a stream), and
+    /// log it in the request's span: its line of its own.
+    pub fn result_after_answer(&self, result: &rsandbox::EvalResult) {
+        let AnsweredResult { outcome, wall_ms } = self.result(result);
+        tracing::info!(outcome = %outcome, wall_ms, "result");
     }
 
     fn request(&self, route: &str, status: u16, token: &str, seconds: f64) {
@@ -158,7 +177,10 @@ pub async fn observe(State(metrics): State<Arc<Metrics>>, request: Request, next
     let status = response.status().as_u16();
     let caller = response.extensions().get::<Caller>().map_or("-", |c| c.0.as_str()).to_string();
     metrics.request(&route, status, &caller, seconds);
-    span.in_scope(|| tracing::info!(status, token = %caller, ms = (seconds * 1000.0).round() as u64, "answered"));
+    let result = response.extensions().get::<AnsweredResult>();
+    let (outcome, wall_ms) = (result.map(|r| r.outcome.as_str()), result.map(|r| r.wall_ms));
+    let ms = (seconds * 1000.0).round() as u64;
+    span.in_scope(|| tracing::info!(status, token = %caller, ms, outcome, wall_ms, "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }

@@ -338,9 +338,15 @@ fn run_eval<'a>(
     request.globals = std::mem::take(&mut body.globals);
     request.typed = body.typed;
     request.on_event = on_event;
-    let result = state.engine.eval_request(request)?;
-    state.metrics.result(&result);
-    Ok(result)
+    Ok(state.engine.eval_request(request)?)
+}
+
+/// A result as the 200 answer, its outcome kept for the request's log line.
+fn answer_with(state: &AppState, result: EvalResult) -> Response {
+    let outcome = state.metrics.result(&result);
+    let mut response = Json(result).into_response();
+    response.extensions_mut().insert(outcome);
+    response
 }
 
 /// The 200 answer: a result, as JSON or as the last event of a stream.
@@ -369,7 +375,9 @@ async fn eval(
                 let mut emit = |e: rsandbox::Event<'_>| {
                     tx.send(StreamEvent::from_engine(e));
                 };
-                run_eval(&state, &mut body, options, Some(&mut emit))
+                let result = run_eval(&state, &mut body, options, Some(&mut emit))?;
+                state.metrics.result_after_answer(&result);
+                Ok(result)
             },
             None,
         ));
@@ -380,7 +388,7 @@ async fn eval(
         run_eval(&state2, &mut body, options, None)
     })
     .await?;
-    Ok(Json(result).into_response())
+    Ok(answer_with(&state, result))
 }
 
 /// Start an evaluation that runs after this request returns; poll `GET /v1/jobs/{job}`.
@@ -401,7 +409,9 @@ async fn create_job(
     tokio::task::spawn_blocking(move || {
         let _entered = span.enter();
         let (_admitted, mut body) = (admitted, body);
-        let outcome = run_eval(&state2, &mut body, options, None).map_err(ErrorBody::from);
+        let outcome = run_eval(&state2, &mut body, options, None)
+            .inspect(|result| state2.metrics.result_after_answer(result))
+            .map_err(ErrorBody::from);
         state2.jobs.finish(&id, outcome);
     });
     let location = format!("/v1/jobs/{}", job.job);
@@ -516,21 +526,18 @@ async fn execute(
                     tx.send(StreamEvent::from_engine(e));
                 };
                 let result = entry.session().execute_streaming(&body.code, &options, Some(&mut emit))?;
-                state.metrics.result(&result);
+                state.metrics.result_after_answer(&result);
                 Ok(result)
             },
             Some(on_gone),
         ));
     }
-    let state2 = state.clone();
     let result = blocking(move || {
         let _running = (admitted, executing);
-        let result = entry.session().execute(&body.code, &options)?;
-        state2.metrics.result(&result);
-        Ok(result)
+        Ok(entry.session().execute(&body.code, &options)?)
     })
     .await?;
-    Ok(Json(result).into_response())
+    Ok(answer_with(&state, result))
 }
 
 /// Answer a session's tool call (the `call` of a `tool_call` event): `value`, or `error`.

@@ -351,9 +351,22 @@ async def logs_carry_the_request_id(server, alice):
     mine = [l for l in server.log if l.get("span", {}).get("request_id") == "my-trace-42"]
     answered = [l for l in mine if l["message"] == "answered"]
     assert answered and answered[0]["status"] == 200 and answered[0]["token"] == "alice", mine
-    assert any(l["message"] == "result" and l["outcome"] == "ok" for l in mine), mine
+    # One line a request: the answer's line holds its result's outcome.
+    assert len(mine) == 1 and answered[0]["outcome"] == "ok" and "wall_ms" in answered[0], mine
+    # A job's result comes after its 202: a line of its own, with the job request's id.
+    r = await alice.post("/v1/jobs", json={"code": "1"}, headers={"X-Request-Id": "my-job-7"})
+    assert r.status_code == 202, r.text
+    for _ in range(100):
+        if (await alice.get(r.headers["location"])).json()["state"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    job_lines = [l for l in server.log if l.get("span", {}).get("request_id") == "my-job-7"]
+    by_message = {l["message"]: l for l in job_lines}
+    assert len(job_lines) == 2 and by_message["result"]["outcome"] == "ok", job_lines
+    assert "outcome" not in by_message["answered"] and by_message["answered"]["status"] == 202, job_lines
     assert any(l.get("span", {}).get("request_id") == generated for l in server.log)
-    print("ok every response has x-request-id (the client's if plain), and the JSON log lines of that request carry it")
+    print("ok every response has x-request-id (the client's if plain), and the JSON log lines of that request carry it: one line an eval, with its outcome; a job's result a line of its own")
 
 
 async def per_minute_limit():
