@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --quiet
+scripts/build-release.sh
 ./target/release/rsandbox check
 ./target/release/rsandbox eval --json 'fit <- lm(mpg ~ wt, data = mtcars); round(coef(fit), 3)'

@@ -47,6 +47,9 @@ have_rpkg rmarkdown || need+=(r-cran-rmarkdown)
 have_cmd pandoc || need+=(pandoc)
 # The deployment check (scripts/deploy-check.sh) runs HAProxy's own config check.
 have_cmd haproxy || need+=(haproxy)
+# The `rsandbox` command built against musl (scripts/build-release.sh): musl's C
+# compiler for the C the command compiles in (the R grammar of `lint`).
+have_cmd musl-gcc || need+=(musl-tools)
 
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -92,4 +95,13 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add rustfmt clippy
+fi
+# Rust's standard library for musl, for the `rsandbox` command (scripts/build-release.sh:
+# glibc's start-up costs every command ~0.5 ms on an Intel virtual machine). Without
+# rustup, or where its servers cannot be reached, the command is built against glibc, as
+# the rest of the workspace: it works the same, only starts slower.
+musl="$(uname -m)-unknown-linux-musl"
+if have_cmd rustup && ! rustup target list --installed 2>/dev/null | grep -qx "$musl"; then
+  rustup target add "$musl" >/dev/null 2>&1 ||
+    echo "install-deps: rustup could not add $musl: rsandbox will be built against glibc" >&2
 fi

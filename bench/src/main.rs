@@ -1,7 +1,7 @@
 //! rsandbox benchmark harness: rsandbox against its peers (plain Rscript, bwrap +
 //! Rscript, callr, parallel::mcparallel, unshare), always interleaved (A B A B ...).
 //!
-//! Usage: `cargo build --release && target/release/rsandbox-bench [--quick] [--out DIR]`
+//! Usage: `scripts/build-release.sh && target/release/rsandbox-bench [--quick] [--out DIR]`
 //! (see bench/README.md). Writes `DIR/latest.md` and `DIR/latest.json`
 //! (default DIR: `bench/results` of this source tree).
 //!
@@ -68,7 +68,7 @@ fn locate_binaries() -> (PathBuf, PathBuf) {
     match (zygote, cli) {
         (Some(z), Some(c)) => (z, c),
         _ => {
-            eprintln!("rsandbox-bench: target/release/rsandbox-zygote, target/release/rsandbox and target/release/rsandbox-server must exist: run `cargo build --release` (the whole workspace) first");
+            eprintln!("rsandbox-bench: target/release/rsandbox-zygote, target/release/rsandbox and target/release/rsandbox-server must exist: run scripts/build-release.sh (the whole workspace, and the command built against musl) first");
             std::process::exit(1);
         }
     }
@@ -101,7 +101,7 @@ fn refuse_stale(binaries: &[&Path]) {
         };
         if built < newest {
             eprintln!(
-                "rsandbox-bench: {} is older than {}: run `cargo build --release` (the whole workspace) first",
+                "rsandbox-bench: {} is older than {}: run scripts/build-release.sh (the whole workspace, and the command built against musl) first",
                 binary.display(),
                 source.display()
             );
@@ -123,6 +123,13 @@ fn main() {
     let cfg = args.cfg();
     let t0 = Instant::now();
     let (zygote, cli) = locate_binaries();
+    // Which C library the command was built against (scripts/build-release.sh): its
+    // process start is P6's floor.
+    let cli_version = std::process::Command::new(&cli)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let originals = json!({
         "zygote": describe_binary(&zygote),
         "cli": describe_binary(&cli),
@@ -272,11 +279,12 @@ fn main() {
         "date": date,
         "kernel": sh("uname -r"),
         "r_version": info.r_version,
+        "cli_version": cli_version,
         "cpu": cpu,
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "mode": if cfg.quick { "quick" } else { "full" },
         "command": format!(
-            "cargo build --release && cargo run --release -p rsandbox-bench{}{}",
+            "scripts/build-release.sh && cargo run --release -p rsandbox-bench{}{}",
             if cfg.quick || !cfg.only.is_empty() { " --" } else { "" },
             [if cfg.quick { " --quick".to_string() } else { String::new() }, if cfg.only.is_empty() { String::new() } else { format!(" --only {}", cfg.only.join(",")) }].concat()
         ),

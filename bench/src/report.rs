@@ -196,6 +196,7 @@ pub fn write_results(cfg: &Cfg, report: &Report, meta: &Value) -> Value {
         ("date", "Date"),
         ("kernel", "Kernel (`uname -r`)"),
         ("r_version", "R"),
+        ("cli_version", "The command (`rsandbox --version`)"),
         ("cpu", "CPU"),
         ("cores", "Cores"),
         ("mode", "Mode"),

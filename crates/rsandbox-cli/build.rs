@@ -46,6 +46,11 @@ const LIBRARIES: [(&str, &str); 7] = [
 ];
 
 fn main() {
+    // Built for musl (`scripts/build-release.sh`), the standard library is linked
+    // statically already, against musl's own archives: glibc's must not come near it.
+    if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu") {
+        return;
+    }
     println!("cargo:rerun-if-env-changed=CC");
     let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".to_string());
     let dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("static-libraries");

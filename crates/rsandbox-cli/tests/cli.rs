@@ -1453,9 +1453,20 @@ fn serve_runs_in_the_server_binary_beside_the_cli() {
 /// (`DF_1_NOW`).
 #[test]
 fn the_binaries_are_static_pies_with_full_relro() {
-    for binary in [env!("CARGO_BIN_EXE_rsandbox"), env!("CARGO_BIN_EXE_rsandbox-server")] {
+    let cli = cli_under_test::cli_under_test();
+    for binary in [cli.to_str().unwrap(), env!("CARGO_BIN_EXE_rsandbox"), env!("CARGO_BIN_EXE_rsandbox-server")] {
         assert_static_pie_with_full_relro(binary);
     }
+}
+
+/// `--version` names the C library; the release command as `scripts/build-release.sh`
+/// leaves it (`RSANDBOX_TEST_CLI`, with `RSANDBOX_TEST_CLI_LIBC`) is the one it says.
+#[test]
+fn the_command_says_which_c_library_it_was_built_against() {
+    let out = std::process::Command::new(cli_under_test::cli_under_test()).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&out.stdout);
+    let expected = std::env::var("RSANDBOX_TEST_CLI_LIBC").unwrap_or_else(|_| "glibc".to_string());
+    assert_eq!(version.trim(), format!("rsandbox {} ({expected})", env!("CARGO_PKG_VERSION")));
 }
 
 fn assert_static_pie_with_full_relro(binary: &str) {

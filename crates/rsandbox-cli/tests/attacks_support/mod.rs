@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/cli_under_test.rs"]
+mod cli_under_test;
 #[path = "../common/container.rs"]
 mod container;
 use crate::engine_dirs::{all_engine_dirs, engine_dirs_of};
@@ -822,8 +824,8 @@ pub fn setup() -> &'static Setup {
         assert_eq!(euid, 0, "the attack corpus must run as root (it plants secrets and switches users)");
         attack_user();
         remove_stale(&["rsandbox-attack-bin-", "rsandbox-attack-run-", "rsandbox-attack-cal-"]);
-        let cli_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox"));
-        let zygote_src = cli_src.with_file_name("rsandbox-zygote");
+        let cli_src = cli_under_test::cli_under_test();
+        let zygote_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox")).with_file_name("rsandbox-zygote");
         assert!(zygote_src.is_file(), "{} is missing: run `cargo build --workspace` first", zygote_src.display());
         let dir = PathBuf::from(format!("/tmp/rsandbox-attack-bin-{}-{}", std::process::id(), random_hex(4)));
         fs::create_dir(&dir).expect("create the binaries dir");

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+pub mod cli_under_test;
 pub mod container;
 pub mod cran;
 pub mod engine_dirs;
@@ -200,8 +201,8 @@ fn newer_sources(binary: &Path) -> Vec<PathBuf> {
 pub fn binaries() -> &'static Binaries {
     static BINS: OnceLock<Binaries> = OnceLock::new();
     BINS.get_or_init(|| {
-        let cli_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox"));
-        let zygote_src = cli_src.with_file_name("rsandbox-zygote");
+        let cli_src = cli_under_test::cli_under_test();
+        let zygote_src = PathBuf::from(env!("CARGO_BIN_EXE_rsandbox")).with_file_name("rsandbox-zygote");
         assert!(
             zygote_src.is_file(),
             "{} is missing: `cargo test -p rsandbox-cli` does not build other packages' binaries; \
