@@ -267,9 +267,7 @@ fn apply_counting_memory_from(
         }
         None => None,
     };
-    for fd in kept {
-        process::close_kept_fd(fd)?;
-    }
+    process::close_kept_fds(&kept)?;
     // In the new network namespace, before the drop (bringing `lo` up needs
     // CAP_NET_ADMIN there); refused without a network namespace, best effort or not.
     let proxy_port = match (policy.network, policy.violation_fd) {
@@ -294,9 +292,7 @@ fn apply_counting_memory_from(
     // The template's paths name what a copy of its root holds: only for a child that made one.
     let opened_paths = if template.is_some() { opened_paths } else { &[] };
     let landlock = ruleset::restrict_filesystem_and_network(policy, proxy_port, opened_paths)?;
-    for fd in kept_through_landlock {
-        process::close_kept_fd(fd)?;
-    }
+    process::close_kept_fds(&kept_through_landlock)?;
     rlimits::apply_limits(&policy.limits, address_space_now)?;
     let private_root = workspace_quota.is_some() && policy.private_root;
     let seccomp = if policy.best_effort && !sys::seccomp_available() {

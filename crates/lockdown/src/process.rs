@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 /// orphan is reparented to it, not to the host's init, and its CPU reaches this
 /// process's `cutime` when reaped), arm SIGKILL on parent death, and close every fd
 /// from `keep_below` up but those in `keep` (a root template's namespaces, closed by
-/// [`close_kept_fd`] once joined).
+/// [`close_kept_fds`] once used).
 pub fn isolate_process(keep_below: RawFd, keep: &[RawFd], expected_parent: libc::pid_t) -> Result<(), ProcessError> {
     // The zygote also calls setpgid on the child right after fork; EPERM here then means
     // "already a group leader", which getpgrp confirms.
@@ -36,9 +36,17 @@ pub fn isolate_process(keep_below: RawFd, keep: &[RawFd], expected_parent: libc:
     sys::close_fds_from(first).map_err(ProcessError::CloseFds)
 }
 
-/// Close the fd [`isolate_process`] kept.
-pub fn close_kept_fd(fd: RawFd) -> Result<(), ProcessError> {
-    sys::close_fd_range(fd, fd).map_err(ProcessError::CloseFds)
+/// Close the fds [`isolate_process`] kept, one `close_range` per run of consecutive
+/// numbers: a root template's opened paths are made one after another, so their ~20 fds
+/// close in one or two calls instead of one each (issue #26).
+pub fn close_kept_fds(fds: &[RawFd]) -> Result<(), ProcessError> {
+    let mut sorted = fds.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    for run in sorted.chunk_by(|a, b| a + 1 == *b) {
+        sys::close_fd_range(run[0], run[run.len() - 1]).map_err(ProcessError::CloseFds)?;
+    }
+    Ok(())
 }
 
 /// `PR_SET_DUMPABLE 0`: /proc/self becomes root-owned and ptrace by same-uid peers is

@@ -10,7 +10,14 @@ use crate::sys;
 /// Size of the address space right now, in bytes (from /proc/self/statm). Read before
 /// Landlock closes /proc.
 pub fn current_address_space() -> Result<u64, RlimitError> {
-    let statm = std::fs::read_to_string("/proc/self/statm").map_err(RlimitError::Baseline)?;
+    // One open, one read and one close: `statm` is a line of at most 7 numbers, and a
+    // forked child's first `/proc` calls are slow (`fs::read_to_string` would add a
+    // `statx` for its size and a second read for the end of the file).
+    let file = rustix::fs::open("/proc/self/statm", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, 0.into())
+        .map_err(|e| RlimitError::Baseline(e.into()))?;
+    let mut buffer = [0u8; 256];
+    let read = rustix::io::read(&file, &mut buffer).map_err(|e| RlimitError::Baseline(e.into()))?;
+    let statm = std::str::from_utf8(&buffer[..read]).unwrap_or("");
     let pages: u64 = statm
         .split_whitespace()
         .next()

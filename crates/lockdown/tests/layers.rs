@@ -512,20 +512,25 @@ fn process_isolation(caller: Caller) {
 }
 
 /// `keep_below` is exclusive: fd 4 survives `isolate_process(5, ..)`, fd 5 does not; the
-/// one fd kept above it (a root template's, 7) survives until `close_kept_fd`, its
-/// neighbours 6 and 8 do not.
+/// fds kept above it (a root template's: 7, and the run 9 to 11) survive until
+/// `close_kept_fds`, their neighbours 6, 8 and 12 do not.
 fn process_keeps_fds_below_the_limit(caller: Caller) {
     let parent = this_pid();
     let outcome = run(caller, move || {
         let fd = expect_ok("open /dev/null", unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) }.into())?;
-        for to in [4, 5, 6, 7, 8] {
+        let all = [4, 5, 6, 7, 8, 9, 10, 11, 12];
+        for to in all {
             expect_ok(&format!("dup2 to {to}"), unsafe { libc::dup2(fd as RawFd, to) }.into())?;
         }
-        step("isolate_process", process::isolate_process(5, &[7], parent))?;
+        step("isolate_process", process::isolate_process(5, &[10, 7, 9, 11], parent))?;
         let open = |fd: RawFd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
-        check_eq("open among 4..=8", [4, 5, 6, 7, 8].map(open), [true, false, false, true, false])?;
-        step("close_kept_fd", process::close_kept_fd(7))?;
-        expect_errno("fcntl(7, F_GETFD)", unsafe { libc::fcntl(7, libc::F_GETFD) }.into(), libc::EBADF)
+        check_eq("open among 4..=12", all.map(open), [true, false, false, true, false, true, true, true, false])?;
+        step("close_kept_fds", process::close_kept_fds(&[11, 7, 9, 10]))?;
+        check_eq(
+            "open among 4..=12 after",
+            all.map(open),
+            [true, false, false, false, false, false, false, false, false],
+        )
     });
     assert_eq!(outcome, Outcome::Passed);
 }
