@@ -221,6 +221,18 @@ pub enum LandlockError {
         #[source]
         source: std::io::Error,
     },
+    /// The ruleset's fd could not be duplicated, to add rules to it directly (`dup`).
+    #[error("failed to duplicate the Landlock ruleset's fd")]
+    RulesetFd(#[source] std::io::Error),
+    /// A rule could not be added (`landlock_add_rule`).
+    #[error("failed to add the Landlock rule for {path}")]
+    AddRule {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The kernel enforced nothing and the policy required Landlock.
     #[error("the kernel does not enforce Landlock (ABI {kernel_abi}, need {required_abi}); pass best-effort to run without it")]
     NotEnforced {

@@ -91,15 +91,12 @@ fn access_for(access: BitFlags<AccessFs>, is_dir: bool) -> BitFlags<AccessFs> {
     }
 }
 
-/// The rule granting `access` beneath `path`; `None` for a path that cannot be opened
-/// when `may_be_missing` (a missing read-only path grants nothing, so skipping it loses
-/// no protection). One `open` and one `fstat` per path: the lockdown of every child runs
-/// this for each path of its policy.
-fn rule(
-    path: &Path,
-    access: BitFlags<AccessFs>,
-    may_be_missing: bool,
-) -> Result<Option<PathBeneath<PathFd>>, LandlockError> {
+/// `path` opened for a rule, and whether it is a directory; `None` for a path that
+/// cannot be opened when `may_be_missing` (a missing read-only path grants nothing, so
+/// skipping it loses no protection). One `open` and one `fstat` per path: the lockdown
+/// of every child runs this for each path of its policy that it has not been given
+/// opened ([`OpenedPath`]).
+fn open_for_rule(path: &Path, may_be_missing: bool) -> Result<Option<(PathFd, bool)>, LandlockError> {
     let fd = match PathFd::new(path) {
         Ok(fd) => fd,
         // As `Path::exists` answered before: a path we cannot open is one we cannot see.
@@ -109,7 +106,7 @@ fn rule(
     let is_dir = rustix::fs::fstat(&fd)
         .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
         .map_err(|e| LandlockError::Stat { path: path.to_path_buf(), source: e.into() })?;
-    Ok(Some(PathBeneath::new(fd, access_for(access, is_dir))))
+    Ok(Some((fd, is_dir)))
 }
 
 /// Build and enforce the ruleset on the calling thread (and its future children).
@@ -139,14 +136,36 @@ pub fn restrict_filesystem_and_network(
     if let Some(port) = proxy_port {
         created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
     }
+    // With every right of the pinned ABI enforced, a path's rule goes straight to the
+    // kernel: the crate would `fstat` the fd again (one more call per rule, ~20 in each
+    // child's lockdown) to learn whether it is a directory, which is known here, and
+    // would change nothing else. Under best effort on an older kernel the crate adapts
+    // the rights to what the kernel handles.
+    let direct = if kernel_abi >= REQUIRED_ABI_NUMBER {
+        Option::<OwnedFd>::from(created.try_clone().map_err(LandlockError::RulesetFd)?)
+    } else {
+        None
+    };
     let rules = (policy.read_only.iter().map(|p| (p, read_only_access(), true)))
         .chain(policy.read_write.iter().map(|p| (p, read_write_access(), false)))
         .chain(policy.executable.iter().map(|p| (p, AccessFs::Execute | AccessFs::ReadFile, false)));
     for (path, access, may_be_missing) in rules {
-        if let Some(known) = opened.iter().find(|known| known.path == *path) {
-            created = created.add_rule(PathBeneath::new(known.fd.as_fd(), access_for(access, known.is_dir)))?;
-        } else if let Some(rule) = rule(path, access, may_be_missing)? {
-            created = created.add_rule(rule)?;
+        let opened_here;
+        let (fd, is_dir) = match opened.iter().find(|known| known.path == *path) {
+            Some(known) => (known.fd.as_fd(), known.is_dir),
+            None => match open_for_rule(path, may_be_missing)? {
+                Some((fd, is_dir)) => {
+                    opened_here = fd;
+                    (opened_here.as_fd(), is_dir)
+                }
+                None => continue,
+            },
+        };
+        let access = access_for(access, is_dir);
+        match &direct {
+            Some(ruleset) => sys::landlock_add_path_rule(ruleset.as_fd(), fd, access.bits())
+                .map_err(|source| LandlockError::AddRule { path: path.clone(), source })?,
+            None => created = created.add_rule(PathBeneath::new(fd, access))?,
         }
     }
     let status = created.restrict_self()?;

@@ -6,7 +6,7 @@
 //! lacks the call or does something else, each saying why.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
     if rc < 0 {
@@ -237,6 +237,32 @@ pub fn close_fd_range(first: RawFd, last: RawFd) -> io::Result<()> {
 /// `setrlimit(resource, {soft, hard})`.
 pub fn set_rlimit(resource: rustix::process::Resource, soft: u64, hard: u64) -> io::Result<()> {
     Ok(rustix::process::setrlimit(resource, rustix::process::Rlimit { current: Some(soft), maximum: Some(hard) })?)
+}
+
+/// `landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, {access, parent}, 0)`: access
+/// `access` (the kernel's `LANDLOCK_ACCESS_FS_*` bits) beneath `parent`.
+pub fn landlock_add_path_rule(ruleset: BorrowedFd<'_>, parent: BorrowedFd<'_>, access: u64) -> io::Result<()> {
+    // The kernel's `struct landlock_path_beneath_attr`, which it declares packed.
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    let attr = PathBeneathAttr { allowed_access: access, parent_fd: parent.as_raw_fd() };
+    // libc: rustix has no Landlock calls.
+    // SAFETY: `attr` is a valid `landlock_path_beneath_attr` that outlives the call, which
+    // only reads it; both fds are borrowed, so open for the call's length.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0 as libc::c_uint,
+        )
+    })
+    .map(drop)
 }
 
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`: the kernel's ABI
