@@ -254,12 +254,7 @@ impl McpServer {
         Parameters(args): Parameters<RunR>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.run_r_blocking(&owner, args)).await.map_err(internal)?
+        self.as_caller(&ctx, move |this, owner| this.run_r_blocking(owner, args)).await
     }
 
     #[tool(
@@ -274,27 +269,14 @@ impl McpServer {
         Parameters(args): Parameters<NewSession>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let options = match this.registry.asked_options(&owner, &args) {
-                Ok(o) => o,
-                Err(why) => return Ok(refused(why)),
-            };
-            match this.registry.open(&owner, options, false) {
-                Ok(id) => {
-                    let mut result = CallToolResult::success(vec![Content::text(id.clone())]);
-                    result.structured_content = Some(json!({"session": id}));
-                    Ok(result)
-                }
-                Err(why) => Ok(refused(why)),
-            }
+        self.as_caller(&ctx, move |this, owner| {
+            let options = this.registry.asked_options(owner, &args)?;
+            let id = this.registry.open(owner, options, false)?;
+            let mut result = CallToolResult::success(vec![Content::text(id.clone())]);
+            result.structured_content = Some(json!({"session": id}));
+            Ok(result)
         })
         .await
-        .map_err(internal)?
     }
 
     #[tool(
@@ -306,19 +288,11 @@ impl McpServer {
         Parameters(args): Parameters<SessionHandle>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            Ok(match this.registry.sessions.remove(&owner, &args.session) {
-                Ok(()) => CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]),
-                Err(why) => refused(why),
-            })
+        self.as_caller(&ctx, move |this, owner| {
+            this.registry.sessions.remove(owner, &args.session)?;
+            Ok(CallToolResult::success(vec![Content::text(format!("session {} closed", args.session))]))
         })
         .await
-        .map_err(internal)?
     }
 
     #[tool(
@@ -354,31 +328,20 @@ impl McpServer {
         Parameters(args): Parameters<MaybeSession>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let listed = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().list_files()?));
-            Ok(match listed {
-                Ok((files, truncated)) => {
-                    let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
-                    if truncated {
-                        text.push_str("[more files than a listing shows]\n");
-                    }
-                    if files.is_empty() {
-                        text.push_str("(no files)");
-                    }
-                    let mut result = CallToolResult::success(vec![Content::text(text)]);
-                    result.structured_content = Some(json!({"files": files, "truncated": truncated}));
-                    result
-                }
-                Err(why) => refused(why),
-            })
+        self.as_caller(&ctx, move |this, owner| {
+            let (files, truncated) = this.session_for(owner, args.session)?.session().list_files()?;
+            let mut text: String = files.iter().map(|f| format!("{}\t{}\n", f.path, f.size)).collect();
+            if truncated {
+                text.push_str("[more files than a listing shows]\n");
+            }
+            if files.is_empty() {
+                text.push_str("(no files)");
+            }
+            let mut result = CallToolResult::success(vec![Content::text(text)]);
+            result.structured_content = Some(json!({"files": files, "truncated": truncated}));
+            Ok(result)
         })
         .await
-        .map_err(internal)?
     }
 
     #[tool(
@@ -391,32 +354,21 @@ impl McpServer {
         Parameters(args): Parameters<FilePath>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let read = this.session_for(&owner, args.session).and_then(|s| Ok(s.session().get_file(&args.path)?));
-            Ok(match read {
-                Ok(file) => {
-                    use base64::Engine as _;
-                    let bytes = base64::engine::general_purpose::STANDARD.decode(&file.data_base64).unwrap_or_default();
-                    let text = match String::from_utf8(bytes) {
-                        Ok(t) if t.chars().count() > MAX_TEXT => {
-                            let shown: String = t.chars().take(MAX_TEXT).collect();
-                            format!("{shown}\n[cut: {MAX_TEXT} of {} characters shown]", t.chars().count())
-                        }
-                        Ok(t) => t,
-                        Err(_) => format!("(binary, {} bytes, base64)\n{}", file.size, file.data_base64),
-                    };
-                    CallToolResult::success(vec![Content::text(text)])
+        self.as_caller(&ctx, move |this, owner| {
+            use base64::Engine as _;
+            let file = this.session_for(owner, args.session)?.session().get_file(&args.path)?;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(&file.data_base64).unwrap_or_default();
+            let text = match String::from_utf8(bytes) {
+                Ok(t) if t.chars().count() > MAX_TEXT => {
+                    let shown: String = t.chars().take(MAX_TEXT).collect();
+                    format!("{shown}\n[cut: {MAX_TEXT} of {} characters shown]", t.chars().count())
                 }
-                Err(why) => refused(why),
-            })
+                Ok(t) => t,
+                Err(_) => format!("(binary, {} bytes, base64)\n{}", file.size, file.data_base64),
+            };
+            Ok(CallToolResult::success(vec![Content::text(text)]))
         })
         .await
-        .map_err(internal)?
     }
 
     #[tool(
@@ -429,24 +381,11 @@ impl McpServer {
         Parameters(args): Parameters<WriteFile>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let written = this
-                .session_for(&owner, args.session)
-                .and_then(|s| Ok(s.session().put_file(&args.path, args.text.as_bytes())?));
-            Ok(match written {
-                Ok(size) => {
-                    CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))])
-                }
-                Err(why) => refused(why),
-            })
+        self.as_caller(&ctx, move |this, owner| {
+            let size = this.session_for(owner, args.session)?.session().put_file(&args.path, args.text.as_bytes())?;
+            Ok(CallToolResult::success(vec![Content::text(format!("wrote {size} bytes to {}", args.path))]))
         })
         .await
-        .map_err(internal)?
     }
 
     #[tool(
@@ -458,28 +397,14 @@ impl McpServer {
         Parameters(args): Parameters<SessionHandle>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let owner = match self.owner(&ctx) {
-            Ok(o) => o,
-            Err(why) => return Ok(refused(why)),
-        };
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let registry = &this.registry;
-            let entry = match registry.sessions.acquire(&owner, &args.session) {
-                Ok(entry) => entry,
-                Err(why) => return Ok(refused(why)),
-            };
-            match registry.engine.session(entry.options.clone(), vec![]) {
-                Ok(fresh) => {
-                    // The old sandbox ends here, when its last use does.
-                    drop(entry.replace_session(fresh));
-                    Ok(CallToolResult::success(vec![Content::text(format!("session {} reset", args.session))]))
-                }
-                Err(e) => Ok(refused(e.into())),
-            }
+        self.as_caller(&ctx, move |this, owner| {
+            let entry = this.registry.sessions.acquire(owner, &args.session)?;
+            let fresh = this.registry.engine.session(entry.options.clone(), vec![])?;
+            // The old sandbox ends here, when its last use does.
+            drop(entry.replace_session(fresh));
+            Ok(CallToolResult::success(vec![Content::text(format!("session {} reset", args.session))]))
         })
         .await
-        .map_err(internal)?
     }
 }
 
@@ -522,28 +447,31 @@ impl McpServer {
         Ok(Owner { token: presented, connection: self.connection.id })
     }
 
-    fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ErrorData> {
+    fn run_r_blocking(&self, owner: &Owner, args: RunR) -> Result<CallToolResult, ServiceError> {
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
-        let timeout = match rsandbox::limits::timeout_secs(timeout) {
-            Ok(t) => t,
-            Err(e) => return Ok(refused(rsandbox::EngineError::from(e).into())),
-        };
-        if let Err(why) = self.registry.config.check_timeout(timeout) {
-            return Ok(refused(why));
-        }
-        let session = match self.session_for(owner, args.session) {
-            Ok(s) => s,
-            Err(why) => return Ok(refused(why)),
-        };
+        let timeout = rsandbox::limits::timeout_secs(timeout).map_err(rsandbox::EngineError::from)?;
+        self.registry.config.check_timeout(timeout)?;
+        let session = self.session_for(owner, args.session)?;
         let options = ExecuteOptions { timeout, globals: args.globals, typed: args.typed, ..ExecuteOptions::default() };
-        let _executing = match session.start_execute() {
-            Ok(e) => e,
+        let _executing = session.start_execute()?;
+        Ok(render(&session.session().execute(&args.code, &options)?, &options))
+    }
+
+    /// Run `work` for the caller of `ctx` on a blocking thread (engine calls block), a
+    /// refusal becoming a tool error the agent reads. A caller whose token is not the
+    /// connection's is refused before anything runs.
+    async fn as_caller(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        work: impl FnOnce(&McpServer, &Owner) -> Result<CallToolResult, ServiceError> + Send + 'static,
+    ) -> Result<CallToolResult, ErrorData> {
+        let owner = match self.owner(ctx) {
+            Ok(o) => o,
             Err(why) => return Ok(refused(why)),
         };
-        match session.session().execute(&args.code, &options) {
-            Ok(result) => Ok(render(&result, &options)),
-            Err(e) => Ok(refused(e.into())),
-        }
+        let this = self.clone();
+        let done = tokio::task::spawn_blocking(move || work(&this, &owner)).await.map_err(internal)?;
+        Ok(done.unwrap_or_else(refused))
     }
 }
 
