@@ -1854,7 +1854,12 @@ fn apply_private_root_keeps_record_locks_private(caller: Caller) {
     let mut granted = Vec::new();
     if told.is_ok() {
         for file in [tree.0.join("shared"), single.0.join("shared")] {
-            for cmd in [libc::F_OFD_SETLK, libc::F_SETLK] {
+            // The POSIX lock first: closing `writer` releases it even if a fork of another
+            // test's thread holds a copy of the fd (POSIX locks are the process's, never
+            // inherited), whereas an OFD lock lives as long as any copy of its open file.
+            // Taken second, a leaked OFD write lock made this process's own POSIX attempt
+            // fail with EAGAIN (seen once in CI: the sandbox was not involved).
+            for cmd in [libc::F_SETLK, libc::F_OFD_SETLK] {
                 // A fresh open file each time, closed after: the host's own locks go with it.
                 let writer = fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
                 granted.push((
