@@ -30,7 +30,8 @@ rsandbox_learn <- function(code, profile = NULL, timeout = 30) {
   on.exit(unlink(file))
   writeLines(text, file)
   args <- c("learn", "--timeout", format(timeout), args, file)
-  out <- processx::run(rsandbox_binary(), args, error_on_status = FALSE, env = c("current", RSANDBOX_NO_DAEMON = "1"))
+  out <- preserving_seed(processx::run(rsandbox_binary(), args, error_on_status = FALSE,
+                                       env = c("current", RSANDBOX_NO_DAEMON = "1")))
   said <- strsplit(out$stderr, "\n", fixed = TRUE)[[1]]
   if (!out$status %in% c(0L, 1L)) {
     class <- if (out$status == 2L) "rsandbox_input_error" else "rsandbox_setup_error"

@@ -89,9 +89,16 @@ Server <- R6::R6Class("rsandbox_server",
       self$abandoned <- new.env(parent = emptyenv())
       # The server's diagnostics go to a file (a pipe nobody reads would fill up).
       self$stderr_file <- tempfile("rsandbox-server-", fileext = ".log")
+      # `cleanup = TRUE`: a server whose object is collected is killed by its own pid
+      # (processx checks first that it is still its unreaped child). Not `cleanup_tree`:
+      # that kills every process carrying the object's marker, and processx draws the
+      # markers from R's random numbers, so after the same `set.seed()` (R CMD check sets
+      # one before each example) two servers started in the same second had one marker,
+      # and collecting the first one's object killed the second server. The server's own
+      # processes need no tree kill: its zygote ends its sandboxes when the server is gone.
       self$process <- tryCatch(
-        processx::process$new(binary, c("serve", "--stdio", self$args),
-          stdin = "|", stdout = "|", stderr = self$stderr_file, cleanup = TRUE, cleanup_tree = TRUE),
+        preserving_seed(processx::process$new(binary, c("serve", "--stdio", self$args),
+          stdin = "|", stdout = "|", stderr = self$stderr_file, cleanup = TRUE)),
         error = function(e) {
           rsandbox_abort("rsandbox_setup_error", paste0("the rsandbox server could not be started (", binary, ")"),
                          state_kept = FALSE, call = call, parent = e)
@@ -142,7 +149,7 @@ Server <- R6::R6Class("rsandbox_server",
         try(close(self$process$get_input_connection()), silent = TRUE)
         if (self$process$is_alive()) {
           self$process$wait(2000)
-          if (self$process$is_alive()) self$process$kill_tree()
+          if (self$process$is_alive()) self$process$kill()
         }
       }
       self$process <- NULL
@@ -311,4 +318,19 @@ Server <- R6::R6Class("rsandbox_server",
 simplify_json <- function(x) {
   if (!is.list(x)) return(x)
   jsonlite::fromJSON(jsonlite::toJSON(x, auto_unbox = TRUE, null = "null", digits = NA), simplifyVector = TRUE)
+}
+
+# Evaluate `expr` with the caller's random-number state kept: processx draws each new
+# process's id from R's random numbers, and starting a sandbox must not move the
+# caller's stream (`set.seed(1); x <- runif(1)` gives the same with or without one).
+preserving_seed <- function(expr) {
+  env <- globalenv()
+  had <- exists(".Random.seed", envir = env, inherits = FALSE)
+  seed <- if (had) get(".Random.seed", envir = env, inherits = FALSE)
+  on.exit(if (had) {
+    assign(".Random.seed", seed, envir = env)
+  } else if (exists(".Random.seed", envir = env, inherits = FALSE)) {
+    rm(".Random.seed", envir = env)
+  })
+  expr
 }

@@ -159,3 +159,33 @@ test_that("tool wrappers are locked bindings: the code cannot replace them for l
   expect_error(a$execute("add <- function(a, b) 0"), "locked binding", class = "rsandbox_eval_error")
   expect_equal(as.numeric(a$execute("add(2, 2)")), 4)
 })
+
+test_that("a server whose object is collected does not end one started after the same set.seed()", {
+  # R CMD check calls set.seed(1) before each example, and processx draws its process
+  # markers from R's random numbers: two servers started in one second got one marker,
+  # and collecting the first one's object killed the second ("killed by signal 9").
+  skip_without_engine()
+  set.seed(1)
+  first <- Server$new(character())
+  set.seed(1)
+  second <- Server$new(character())
+  on.exit(second$close())
+  first$close()
+  rm(first)
+  invisible(gc())
+  Sys.sleep(0.3)
+  expect_true(second$is_alive())
+  s <- Session$new(server = second)
+  expect_equal(as.numeric(s$execute("1 + 1")), 2)
+  s$close()
+})
+
+test_that("starting a server leaves the caller's random numbers as they were", {
+  skip_without_engine()
+  set.seed(7)
+  expected <- runif(3)
+  set.seed(7)
+  server <- Server$new(character())
+  on.exit(server$close())
+  expect_identical(runif(3), expected)
+})
