@@ -20,9 +20,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --workspace --release --quiet
 musl="$(uname -m)-unknown-linux-musl"
 if rustup target list --installed 2>/dev/null | grep -qx "$musl"; then
-    cargo build --release --quiet --target "$musl" -p rsandbox-cli --bin rsandbox
+    # Whole-program optimised (the workspace's `release-command` profile: Cargo.toml says why).
+    cargo build --profile release-command --quiet --target "$musl" -p rsandbox-cli --bin rsandbox
     # A new file moved over the old: cargo's copy may be a hard link to its own output.
-    cp "target/$musl/release/rsandbox" target/release/.rsandbox-musl
+    cp "target/$musl/release-command/rsandbox" target/release/.rsandbox-musl
     mv -f target/release/.rsandbox-musl target/release/rsandbox
 else
     echo "build-release: Rust has no $musl target here: target/release/rsandbox is the glibc build" >&2
