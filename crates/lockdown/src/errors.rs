@@ -210,7 +210,7 @@ pub enum LandlockError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: landlock::PathFdError,
+        source: std::io::Error,
     },
     /// A path opened for a rule could not be examined (`fstat`).
     #[error("failed to examine {path} for a Landlock rule (fstat)")]

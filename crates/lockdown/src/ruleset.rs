@@ -10,7 +10,7 @@ use crate::errors::LandlockError;
 use crate::policy::Policy;
 use crate::sys;
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use serde::{Deserialize, Serialize};
@@ -96,12 +96,20 @@ fn access_for(access: BitFlags<AccessFs>, is_dir: bool) -> BitFlags<AccessFs> {
 /// skipping it loses no protection). One `open` and one `fstat` per path: the lockdown
 /// of every child runs this for each path of its policy that it has not been given
 /// opened ([`OpenedPath`]).
-fn open_for_rule(path: &Path, may_be_missing: bool) -> Result<Option<(PathFd, bool)>, LandlockError> {
-    let fd = match PathFd::new(path) {
+///
+/// Opened `O_PATH` by rustix's own system call, not by `landlock::PathFd`: that goes
+/// through `std::fs::OpenOptions`, which on musl (the `rsandbox` command's build) masks
+/// `O_PATH` away with `O_ACCMODE` (musl counts `O_SEARCH`, its `O_PATH`, in it), so every
+/// rule's path was opened for reading: a device's driver opened and released in each
+/// lockdown (a tenth of `rsandbox exec`'s own CPU went to these opens and closes), a
+/// directory without read permission refused, and a FIFO blocking until a writer came.
+fn open_for_rule(path: &Path, may_be_missing: bool) -> Result<Option<(OwnedFd, bool)>, LandlockError> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
         Ok(fd) => fd,
         // As `Path::exists` answered before: a path we cannot open is one we cannot see.
         Err(_) if may_be_missing => return Ok(None),
-        Err(source) => return Err(LandlockError::Path { path: path.to_path_buf(), source }),
+        Err(source) => return Err(LandlockError::Path { path: path.to_path_buf(), source: source.into() }),
     };
     let is_dir = rustix::fs::fstat(&fd)
         .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
@@ -109,7 +117,6 @@ fn open_for_rule(path: &Path, may_be_missing: bool) -> Result<Option<(PathFd, bo
     Ok(Some((fd, is_dir)))
 }
 
-/// Build and enforce the ruleset on the calling thread (and its future children).
 /// `proxy_port`: the one TCP port a network-by-proxy sandbox may connect to. `opened`:
 /// paths of the policy already opened in the root this process sees (empty when none).
 pub fn restrict_filesystem_and_network(
@@ -177,5 +184,41 @@ pub fn restrict_filesystem_and_network(
             kernel_abi: sys::landlock_abi_version(),
             required_abi: REQUIRED_ABI_NUMBER,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A rule's path is only named, never opened for reading: a FIFO in a policy would
+    /// otherwise hold the lockdown until some writer came (as it did in the musl build).
+    #[test]
+    fn a_rule_path_is_opened_as_a_path_only_so_a_fifo_does_not_block_the_lockdown() {
+        let fifo = std::env::temp_dir().join(format!("rsandbox-rule-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::RUSR, 0)
+            .expect("mkfifo");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = sender.send(open_for_rule(&path, false));
+        });
+        let opened = receiver.recv_timeout(Duration::from_secs(10));
+        let _ = std::fs::remove_file(&fifo);
+        let (fd, is_dir) = opened.expect("opening a FIFO for its rule blocked").expect("opened").expect("present");
+        assert!(!is_dir);
+        let flags = rustix::fs::fcntl_getfl(&fd).expect("F_GETFL");
+        assert!(flags.contains(rustix::fs::OFlags::PATH), "not O_PATH: {flags:?}");
+        assert!(rustix::io::fcntl_getfd(&fd).expect("F_GETFD").contains(rustix::io::FdFlags::CLOEXEC));
+    }
+
+    #[test]
+    fn a_missing_rule_path_is_skipped_only_where_it_may_be_missing() {
+        let missing = Path::new("/nonexistent/rsandbox-rule-path");
+        assert!(open_for_rule(missing, true).expect("skipped").is_none());
+        let error = open_for_rule(missing, false).expect_err("a required path must exist");
+        assert!(error.to_string().contains("/nonexistent/rsandbox-rule-path"), "{error}");
     }
 }
