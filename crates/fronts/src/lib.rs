@@ -25,6 +25,7 @@ pub mod lint;
 pub mod listen;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod reading;
 pub mod request;
 #[cfg(any(feature = "mcp", feature = "http"))]
 pub mod shutdown;

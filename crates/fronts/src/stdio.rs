@@ -12,18 +12,19 @@ use crate::core::bridge::{Sink, ToolBridge, ToolCall};
 use crate::core::error::ErrorDetail;
 use crate::core::registry::{InUse, NewEntry};
 use crate::core::{Caps, ErrorCode, Owner, Registry, ServiceError};
+use crate::reading::{LineReader, ReadingTurn};
 use crate::request::{decode_base64, decode_files, options_from, InputFile, Limits, WorkspacePath};
 use rsandbox::ToolSpec;
 use rsandbox::{Engine, EvalRequest, EvalResult, Event, ExecuteOptions, OutputStream};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Longest request line accepted (a `put_file` of about 12 MiB fits).
-pub const MAX_LINE: usize = 16 << 20;
+pub use crate::reading::MAX_LINE;
 /// Requests in flight at once (each may hold a sandbox); more get `busy` at once.
 pub const MAX_IN_FLIGHT: usize = 64;
 
@@ -404,8 +405,10 @@ struct Server {
     in_flight: AtomicUsize,
 }
 
-/// Serve until `input` ends; every in-flight request finishes first.
-pub fn serve(engine: Engine, input: impl BufRead + Send, output: impl Write + Send + 'static) {
+/// Serve until `input` ends; every in-flight request finishes first. Fails at once,
+/// serving nothing, only when the process is out of descriptors.
+pub fn serve(engine: Engine, input: OwnedFd, output: impl Write + Send + 'static) -> std::io::Result<()> {
+    let turn = ReadingTurn::new(input)?;
     let server = Server {
         engine,
         out: Arc::new(Mutex::new(Box::new(output))),
@@ -413,57 +416,36 @@ pub fn serve(engine: Engine, input: impl BufRead + Send, output: impl Write + Se
         caps: Caps::stdio(),
         in_flight: Default::default(),
     };
-    let turn = ReadingTurn {
-        lines: Mutex::new(LineReader { input, buf: Vec::new() }),
-        readers: AtomicUsize::new(1),
-        ended: AtomicBool::new(false),
-    };
     // Every thread is joined when the scope ends: the input has ended and each request
     // under way has been answered.
     std::thread::scope(|scope| take_turns(scope, &server, &turn));
+    Ok(())
 }
 
-/// The input and the threads that take turns reading it. Requests run on threads of
-/// their own (a long evaluation never holds up another request), and the thread that
-/// reads a request runs it itself, having handed the reading to another: a request
-/// starts at once, without waiting for a second thread to wake on the other CPU (a fresh
-/// `1+1` 15 ms apart took 3-9% longer when one thread read every line and passed each
-/// request to a worker through a channel; DESIGN.md). A thread whose request is answered
-/// waits for its turn to read again, so threads are made only when every one is busy.
-struct ReadingTurn<R> {
-    lines: Mutex<LineReader<R>>,
-    /// Threads reading or waiting to: while one runs a request, another must be here.
-    readers: AtomicUsize,
-    /// The input ended: the threads waiting to read end too.
-    ended: AtomicBool,
-}
-
-/// One thread's part: read while it is this thread's turn, run the request read, and
-/// wait for the next turn; return when the input ends.
-fn take_turns<'scope, R: BufRead + Send>(
+/// One thread's part: wait for its turn (`reading`), read a request, pass the reading
+/// on, run the request itself (a long evaluation never holds up another request), and
+/// wait for a turn again; return when the input ends. Threads are made only when every
+/// one is busy.
+fn take_turns<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     server: &'scope Server,
-    turn: &'scope ReadingTurn<R>,
+    turn: &'scope ReadingTurn,
 ) {
     loop {
         let request = {
-            // A thread that panicked while reading left the reader as it was (at a line
-            // boundary or within a line the next read completes).
-            let mut lines = turn.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if turn.ended.load(Ordering::SeqCst) {
-                return;
-            }
+            let Some(mut lines) = turn.take() else { return };
             let Some(request) = server.next_request(&mut lines) else {
-                turn.ended.store(true, Ordering::SeqCst);
+                turn.end();
                 // Tool calls waiting for this client, and later ones, fail at once.
                 server.sessions.close_bridges("the client closed the connection");
                 return;
             };
-            // This thread leaves the readers: when it was the last, a new one takes over.
+            // This thread leaves the readers: when it was the last, a new one waits.
             if turn.readers.fetch_sub(1, Ordering::SeqCst) == 1 {
                 turn.readers.fetch_add(1, Ordering::SeqCst);
                 scope.spawn(move || take_turns(scope, server, turn));
             }
+            turn.pass_on(&lines);
             request
             // The reader is released here: the next line is read while this request runs.
         };
@@ -491,59 +473,12 @@ pub fn parse_request(line: &str) -> Result<Request, (Value, ErrorCode, String)> 
     serde_json::from_value(raw).map_err(|e| (id, ErrorCode::InvalidRequest, e.to_string()))
 }
 
-/// Reads lines, refusing (and skipping) those longer than [`MAX_LINE`].
-struct LineReader<R> {
-    input: R,
-    buf: Vec<u8>,
-}
-
-impl<R: BufRead> LineReader<R> {
-    /// `Some(Ok(line))`, `Some(Err(length))` for an oversized or non-UTF-8 line, `None` at EOF.
-    fn next_line(&mut self) -> Option<Result<String, usize>> {
-        self.buf.clear();
-        let mut too_long = 0usize;
-        loop {
-            let chunk = match self.input.fill_buf() {
-                Ok(c) => c,
-                Err(_) => return None,
-            };
-            if chunk.is_empty() {
-                return match (too_long, self.buf.is_empty()) {
-                    (0, true) => None,
-                    (0, false) => {
-                        Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len()))
-                    }
-                    (n, _) => Some(Err(n)),
-                };
-            }
-            let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
-                Some(i) => (&chunk[..i], Some(i + 1)),
-                None => (chunk, None),
-            };
-            if too_long > 0 || self.buf.len() + part.len() > MAX_LINE {
-                too_long = too_long.max(self.buf.len()) + part.len();
-                self.buf.clear();
-            } else {
-                self.buf.extend_from_slice(part);
-            }
-            let consumed = done.unwrap_or(chunk.len());
-            self.input.consume(consumed);
-            if done.is_some() {
-                if too_long > 0 {
-                    return Some(Err(too_long));
-                }
-                return Some(String::from_utf8(std::mem::take(&mut self.buf)).map_err(|e| e.as_bytes().len()));
-            }
-        }
-    }
-}
-
 impl Server {
     /// The next request to run on a thread of its own, answering the lines before it
     /// that need none (bad lines, tool results, interrupts, requests over
     /// [`MAX_IN_FLIGHT`]); `None` when the input ends. A request returned is counted in
     /// flight.
-    fn next_request(&self, lines: &mut LineReader<impl BufRead>) -> Option<Request> {
+    fn next_request(&self, lines: &mut LineReader) -> Option<Request> {
         loop {
             let text = match lines.next_line()? {
                 Err(len) => {
@@ -814,16 +749,6 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
-    }
-
-    #[test]
-    fn oversized_lines_are_refused_and_skipped() {
-        let mut input = vec![b'x'; MAX_LINE + 10];
-        input.extend_from_slice(b"\n{\"ok\":1}\n");
-        let mut r = LineReader { input: &input[..], buf: Vec::new() };
-        assert_eq!(r.next_line(), Some(Err(MAX_LINE + 10)));
-        assert_eq!(r.next_line(), Some(Ok("{\"ok\":1}".to_string())));
-        assert_eq!(r.next_line(), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ fn a_client_going_away_leaves_the_engine_forking_ahead() {
     for id in 1..=2 {
         let line = format!("{{\"op\":\"eval\",\"id\":{id},\"code\":\"1+1\"}}\n");
         let output = SharedBuffer::default();
-        fronts::stdio::serve(engine.clone(), line.as_bytes(), output.clone());
+        fronts::stdio::serve(engine.clone(), input_of(&line), output.clone()).expect("serve");
         answers.push(output.text());
         // The child this client used is replaced: one waits again for the next client.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -26,6 +26,15 @@ fn a_client_going_away_leaves_the_engine_forking_ahead() {
     for answer in answers {
         assert!(answer.contains("\"outcome\":\"ok\""), "{answer}");
     }
+}
+
+/// A pipe holding `text`, its writing end closed: a client that sent it and left.
+fn input_of(text: &str) -> std::os::fd::OwnedFd {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    let mut writer = writer;
+    std::io::Write::write_all(&mut writer, text.as_bytes()).expect("write the request");
+    drop(writer);
+    reader.into()
 }
 
 /// An output both the server (which takes it by value) and the test can read.

@@ -23,7 +23,7 @@ use rsandbox::{Engine, EngineConfig, EvalOptions, EvalRequest, EvalResult};
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
@@ -317,7 +317,8 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 };
                 let (engine, last_seen) = (engine.clone(), last_seen.clone());
                 let thread = std::thread::spawn(move || {
-                    fronts::stdio::serve(engine, BufReader::new(reader), stream);
+                    // Out of descriptors: this client sees its connection close.
+                    let _ = fronts::stdio::serve(engine, OwnedFd::from(reader), stream);
                     *last_seen.lock().expect("clock") = Instant::now();
                 });
                 connections.retain(|(_, thread)| !thread.is_finished());

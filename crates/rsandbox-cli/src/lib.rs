@@ -40,6 +40,7 @@ use fronts::core::ErrorCode;
 use rsandbox::profile::Profile;
 use rsandbox::{parse_size, EngineConfig, EngineError, EvalOptions, EvalResult, Outcome};
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -859,7 +860,8 @@ fn serve(
             // shared engine): the engine's shutdown is the server's, here, once its
             // client is gone; its last handle then drops in this thread, directories and all.
             let last = engine.clone();
-            fronts::stdio::serve(engine, std::io::BufReader::new(std::io::stdin()), std::io::stdout());
+            let input = std::io::stdin().as_fd().try_clone_to_owned().context("cannot read the standard input")?;
+            fronts::stdio::serve(engine, input, std::io::stdout()).context("cannot serve the standard input")?;
             last.shutdown();
         }
         Some(addr) => {

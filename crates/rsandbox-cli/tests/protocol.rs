@@ -190,6 +190,33 @@ fn session_ids_are_random_and_carry_the_node() {
     }
 }
 
+/// Requests from a file (`serve --stdio < requests.jsonl`), which epoll cannot watch,
+/// are each answered, and an empty input (`< /dev/null`) ends the server at once.
+#[test]
+fn requests_from_a_file_are_each_answered() {
+    let path = std::env::temp_dir().join(format!("rsandbox-requests-{}.jsonl", std::process::id()));
+    let lines: String =
+        (1..=3).map(|id| format!("{}\n", json!({"id": id, "op": "eval", "code": format!("{id} * 10")}))).collect();
+    std::fs::write(&path, lines).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rsandbox"))
+        .args(["serve", "--stdio"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut values: Vec<(i64, i64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|answer| (answer["id"].as_i64().unwrap(), answer["result"]["value"].as_i64().unwrap()))
+        .collect();
+    values.sort();
+    assert_eq!(values, [(1, 10), (2, 20), (3, 30)]);
+    let empty =
+        Command::new(env!("CARGO_BIN_EXE_rsandbox")).args(["serve", "--stdio"]).stdin(Stdio::null()).output().unwrap();
+    assert!(empty.status.success() && empty.stdout.is_empty(), "{}", String::from_utf8_lossy(&empty.stderr));
+}
+
 #[test]
 fn bad_input_gets_structured_errors_and_the_server_keeps_serving() {
     let mut s = Server::start();
