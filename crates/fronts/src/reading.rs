@@ -236,20 +236,44 @@ mod tests {
         }
     }
 
+    /// A turn on a pipe's reading end, and its writing end: the client.
+    fn piped() -> (ReadingTurn, std::io::PipeWriter) {
+        let (reader, writer) = std::io::pipe().unwrap();
+        (ReadingTurn::new(reader.into()).unwrap(), writer)
+    }
+
+    /// `n` threads of `scope` taking turns on `turn`, each running `body` with its own
+    /// sender of what it read.
+    fn spawn_readers<'a, T: Send + 'a>(
+        scope: &'a std::thread::Scope<'a, '_>,
+        n: usize,
+        turn: &'a ReadingTurn,
+        sender: &mpsc::Sender<T>,
+        body: fn(&ReadingTurn, mpsc::Sender<T>),
+    ) {
+        for _ in 0..n {
+            let sender = sender.clone();
+            scope.spawn(move || body(turn, sender));
+        }
+    }
+
+    /// Every line the thread reads, then `None` when the input has ended.
+    fn read_all(turn: &ReadingTurn, sender: mpsc::Sender<Option<String>>) {
+        while let Some(line) = read_one(turn) {
+            sender.send(Some(line)).unwrap();
+        }
+        sender.send(None).unwrap();
+    }
+
     /// Lines sent together arrive in one read: no new bytes announce the second and
     /// third, so the turn is handed on directly, and each is read by a thread of its own.
     #[test]
     fn lines_sent_together_are_each_read_by_a_waiting_thread() {
-        let (reader, mut writer) = std::io::pipe().unwrap();
-        let turn = ReadingTurn::new(reader.into()).unwrap();
+        let (turn, mut writer) = piped();
         let (sender, read) = mpsc::channel();
         std::thread::scope(|scope| {
-            for _ in 0..3 {
-                let sender = sender.clone();
-                let turn = &turn;
-                // Each thread reads one line and keeps it (its "request" runs forever).
-                scope.spawn(move || sender.send(read_one(turn)).unwrap());
-            }
+            // Each thread reads one line and keeps it (its "request" runs forever).
+            spawn_readers(scope, 3, &turn, &sender, |turn, sender| sender.send(read_one(turn)).unwrap());
             writer.write_all(b"one\ntwo\nthree\n").unwrap();
             let mut got: Vec<_> = (0..3).map(|_| read.recv_timeout(Duration::from_secs(10)).expect("a line")).collect();
             got.sort();
@@ -269,40 +293,20 @@ mod tests {
         let turn = ReadingTurn::new(file.into()).unwrap();
         assert!(turn.input.is_none());
         let (sender, read) = mpsc::channel();
-        std::thread::scope(|scope| {
-            for _ in 0..2 {
-                let sender = sender.clone();
-                let turn = &turn;
-                scope.spawn(move || {
-                    while let Some(line) = read_one(turn) {
-                        sender.send(line).unwrap();
-                    }
-                });
-            }
-        });
-        let mut got: Vec<String> = read.try_iter().collect();
+        std::thread::scope(|scope| spawn_readers(scope, 2, &turn, &sender, read_all));
+        let mut got: Vec<Option<String>> = read.try_iter().collect();
         got.sort();
-        assert_eq!(got, ["a", "b", "c"]);
+        assert_eq!(got, [None, None, Some("a".into()), Some("b".into()), Some("c".into())]);
     }
 
     /// A line written while every thread waits wakes one of them; the end of the input
     /// wakes each waiting thread in turn, and each leaves.
     #[test]
     fn the_end_of_the_input_reaches_every_waiting_thread() {
-        let (reader, mut writer) = std::io::pipe().unwrap();
-        let turn = ReadingTurn::new(reader.into()).unwrap();
+        let (turn, mut writer) = piped();
         let (sender, read) = mpsc::channel();
         std::thread::scope(|scope| {
-            for _ in 0..4 {
-                let sender = sender.clone();
-                let turn = &turn;
-                scope.spawn(move || {
-                    while let Some(line) = read_one(turn) {
-                        sender.send(Some(line)).unwrap();
-                    }
-                    sender.send(None).unwrap();
-                });
-            }
+            spawn_readers(scope, 4, &turn, &sender, read_all);
             writer.write_all(b"first\n").unwrap();
             assert_eq!(read.recv_timeout(Duration::from_secs(10)).unwrap(), Some("first".into()));
             writer.write_all(b"second\n").unwrap();
