@@ -389,38 +389,96 @@ fn peer_credentials(stream: &UnixStream) -> std::io::Result<libc::ucred> {
 /// `rsandbox daemon --stop`: end every daemon of this user (they finish what they run).
 /// A daemon is found by its socket, and the process signalled is the one the kernel
 /// names as the socket's listener (`SO_PEERCRED`, checked to be this user's), never a pid
-/// read from a file: a stale pid file may name a process that reused the pid.
+/// read from a file: a stale pid file may name a process that reused the pid. A daemon
+/// still starting (it holds its lock but listens on no socket yet: the first `eval`
+/// answers by itself and starts one for the calls after it) is waited for, up to
+/// [`START_WAIT`], and stopped once it listens; before, `eval` then `daemon --stop` at
+/// once stopped nothing and left the daemon running until it was idle.
 pub fn stop_all() -> anyhow::Result<u8> {
     let dir = runtime_dir().map_err(anyhow::Error::msg)?;
     let me = rustix::process::geteuid().as_raw();
     let mut stopped = 0;
-    for entry in std::fs::read_dir(&dir)? {
-        let socket = entry?.path();
-        if socket.extension().is_none_or(|e| e != "sock") {
-            continue;
-        }
-        let Ok(stream) = UnixStream::connect(&socket) else {
-            // Nobody listens: what is left of a daemon that died. Nothing to signal.
-            std::fs::remove_file(&socket).ok();
-            std::fs::remove_file(socket.with_extension("pid")).ok();
-            continue;
-        };
-        // A listener of another uid, or outside our pid namespace (pid 0), is not ours
-        // to stop, and its socket is left alone.
-        let listener = peer_credentials(&stream)
-            .ok()
-            .filter(|cred| cred.uid == me)
-            .and_then(|cred| rustix::process::Pid::from_raw(cred.pid));
-        if let Some(pid) = listener {
-            let ended = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-                .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM));
-            if ended.is_ok() {
-                stopped += 1;
+    let paths: Vec<PathBuf> = std::fs::read_dir(&dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let with = |extension: &'static str| paths.iter().filter(move |p| p.extension().is_some_and(|e| e == extension));
+    for socket in with("sock") {
+        match signal_listener(socket, me) {
+            Listener::Stopped => stopped += 1,
+            Listener::NotOurs => {}
+            Listener::None => {
+                // Nobody listens: what is left of a daemon that died. Nothing to signal.
+                std::fs::remove_file(socket).ok();
+                std::fs::remove_file(socket.with_extension("pid")).ok();
             }
+        }
+    }
+    let starting: Vec<&PathBuf> =
+        with("lock").filter(|lock| !lock.with_extension("sock").exists() && is_held(lock)).collect();
+    let deadline = Instant::now() + START_WAIT;
+    for lock in starting {
+        let socket = lock.with_extension("sock");
+        loop {
+            if socket.exists() {
+                if signal_listener(&socket, me) == Listener::Stopped {
+                    stopped += 1;
+                    break;
+                }
+            } else if !is_held(lock) {
+                break; // it gave up starting (or another stop ended it)
+            }
+            if Instant::now() >= deadline {
+                eprintln!(
+                    "rsandbox: a daemon still starting after {START_WAIT:?} ({}) was not stopped",
+                    lock.display()
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
     eprintln!("rsandbox: stopped {stopped} daemon(s)");
     Ok(0)
+}
+
+/// The longest `daemon --stop` waits for a daemon that is starting (its engine's start:
+/// R, and the packages it preloads).
+const START_WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, PartialEq, Eq)]
+enum Listener {
+    /// The listener, this user's process in our pid namespace, was sent SIGTERM.
+    Stopped,
+    /// A listener of another uid, or outside our pid namespace (pid 0): not ours to
+    /// stop, and its socket is left alone.
+    NotOurs,
+    /// Nobody listens.
+    None,
+}
+
+/// Send SIGTERM to the process listening on `socket`, if it is `uid`'s.
+fn signal_listener(socket: &Path, uid: u32) -> Listener {
+    let Ok(stream) = UnixStream::connect(socket) else { return Listener::None };
+    let listener = peer_credentials(&stream)
+        .ok()
+        .filter(|cred| cred.uid == uid)
+        .and_then(|cred| rustix::process::Pid::from_raw(cred.pid));
+    let ended = listener.map(|pid| {
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+            .and_then(|pidfd| rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::TERM))
+    });
+    match ended {
+        Some(Ok(())) => Listener::Stopped,
+        _ => Listener::NotOurs,
+    }
+}
+
+/// Whether a daemon holds the lock at `path` (it is up or starting). Tested by taking
+/// it for a moment: a daemon starting in that moment finds it taken and leaves, as it
+/// would beside another daemon of its name.
+fn is_held(path: &Path) -> bool {
+    std::fs::File::open(path).is_ok_and(|file| {
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .is_err_and(|e| e == rustix::io::Errno::WOULDBLOCK)
+    })
 }
 
 #[cfg(test)]

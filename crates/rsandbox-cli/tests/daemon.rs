@@ -131,6 +131,39 @@ both!(
     }
 );
 
+/// Processes of `rsandbox daemon` serving the daemon named `name` (its lock's stem).
+fn daemons_named(name: &str) -> Vec<u32> {
+    let flag = format!("--name\0{name}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&flag))
+        })
+        .collect()
+}
+
+both!(
+    /// `eval` then `daemon --stop` at once: the first call answers by itself and starts
+    /// the daemon for later ones, which is still starting when the stop comes; the stop
+    /// waits for it and ends it, instead of stopping nothing and leaving it to idle out.
+    fn a_daemon_still_starting_is_stopped_too(who) {
+        let base = runtime_base(who, "starting");
+        let dir = base.join("rsandbox");
+        let (out, j) = eval_via(who, &base, "60", &[], "1 + 1");
+        assert_outcome(&out, &j, "ok", 0);
+        let stop = rsandbox_with(who, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+        stop.assert_code(0);
+        assert!(stop.stderr.contains("stopped 1 daemon(s)"), "{stop}");
+        let locks = files_with(&dir, "lock");
+        assert_eq!(locks.len(), 1, "one daemon was started: {locks:?}");
+        let name = locks[0].file_stem().unwrap().to_str().unwrap().to_string();
+        wait_for("the daemon to exit", || daemons_named(&name).is_empty());
+        assert!(files_with(&dir, "sock").is_empty(), "socket removed");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+);
+
 both!(
     fn an_idle_daemon_exits_by_itself(who) {
         let base = runtime_base(who, "idle");
