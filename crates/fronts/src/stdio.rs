@@ -433,10 +433,15 @@ fn take_turns<'scope>(
 ) {
     loop {
         let request = {
-            let Some(mut lines) = turn.take() else { return };
+            // `None`: the input has ended, or can no longer be waited for. Either way no
+            // tool result will be read any more: tool calls waiting for this client, and
+            // later ones, fail at once (closing them twice changes nothing).
+            let Some(mut lines) = turn.take() else {
+                server.sessions.close_bridges("the client closed the connection");
+                return;
+            };
             let Some(request) = server.next_request(&mut lines) else {
                 turn.end();
-                // Tool calls waiting for this client, and later ones, fail at once.
                 server.sessions.close_bridges("the client closed the connection");
                 return;
             };
