@@ -101,7 +101,19 @@ pub fn run_test_inside(test: &str, docker_args: &[&str]) -> bool {
         .output()
         .expect("run docker");
     println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{test} failed inside Docker ({})", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    // The inner run's panic message is repeated here: a CI log keeps the head and the
+    // tail of a long output, and the inner message sits between the per-case table and
+    // its backtrace.
+    assert!(out.status.success(), "{test} failed inside Docker ({}):\n{}", out.status, inner_panic(&stderr));
     true
+}
+
+/// The message of the first panic in a test run's stderr, without its backtrace.
+fn inner_panic(stderr: &str) -> &str {
+    let Some(start) = stderr.find("panicked at ") else { return "(no panic message in its output)" };
+    let message = &stderr[start..];
+    let end = message.find("\nstack backtrace:").or_else(|| message.find("\nnote: run with")).unwrap_or(message.len());
+    message[..end].trim_end()
 }
