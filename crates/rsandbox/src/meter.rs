@@ -122,18 +122,30 @@ impl Meter {
         let ticks = rustix::param::clock_ticks_per_second();
         // Opening is the permission check (ptrace read access); reading walks every page
         // table of the process (~0.3 ms for a forked R), so only a baseline may read it.
-        let accounting = if fs::File::open(format!("/proc/{leader}/smaps_rollup")).is_ok() {
-            MemoryAccounting::Pss
-        } else {
-            MemoryAccounting::Rss
+        // Only a refusal falls back to counters: a server out of descriptors is not a
+        // reason to meter with less (its error goes up as it is, and is told as capacity).
+        let accounting = match fs::File::open(format!("/proc/{leader}/smaps_rollup")) {
+            Ok(_) => MemoryAccounting::Pss,
+            Err(e) if out_of_descriptors(&e) => return Err(e),
+            Err(_) => MemoryAccounting::Rss,
         };
         // /proc hides other users' processes (hidepid) or is not this pid namespace's.
         let invisible = || io::Error::other(format!("process group {leader} is not visible in /proc"));
-        let leader_stat = fs::File::open(format!("/proc/{leader}/stat")).map_err(|_| invisible())?;
+        let leader_stat = fs::File::open(format!("/proc/{leader}/stat")).map_err(|e| {
+            if out_of_descriptors(&e) {
+                e
+            } else {
+                invisible()
+            }
+        })?;
         // A kernel without CONFIG_PROC_CHILDREN has no such file: no sandbox could tell
         // whether R is alone, so none is made (fail closed).
-        let leader_children = fs::File::open(format!("/proc/{leader}/task/{leader}/children"))
-            .map_err(|e| io::Error::other(format!("cannot read the children of process {leader} in /proc: {e}")))?;
+        let leader_children = fs::File::open(format!("/proc/{leader}/task/{leader}/children")).map_err(|e| {
+            match out_of_descriptors(&e) {
+                true => e,
+                false => io::Error::other(format!("cannot read the children of process {leader} in /proc: {e}")),
+            }
+        })?;
         let mut meter = Meter {
             pgid: leader,
             accounting,
@@ -174,7 +186,6 @@ impl Meter {
     /// files held open. The children of a thread that exits pass to a live thread of its
     /// process, so with one thread left its `children` lists them all.
     pub fn has_company(&self) -> io::Result<bool> {
-        let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ESRCH);
         let threads = match read_from_start(&self.leader_stat) {
             Ok(text) => {
                 let stat = Stat::parse(&text);
@@ -221,15 +232,26 @@ impl Meter {
     pub fn sample(&self, fresh: bool) -> io::Result<Sample> {
         let members = self.members()?;
         let cpu_ticks: u64 = members.iter().map(|(_, stat)| stat.cpu_ticks).sum();
-        // A member that died since the walk has no memory left to count.
-        let total = || members.iter().map(|(pid, _)| self.memory_of(*pid).unwrap_or(0)).sum::<u64>();
+        // A member that died since the walk has no memory left to count; any other
+        // failure to read one fails the sample (a member not counted is memory let through).
+        let total = || -> io::Result<u64> {
+            let mut sum = 0;
+            for (pid, _) in &members {
+                sum += match self.memory_of(*pid) {
+                    Ok(memory) => memory,
+                    Err(e) if gone(&e) => 0,
+                    Err(e) => return Err(e),
+                };
+            }
+            Ok(sum)
+        };
         let memory = match self.accounting {
-            MemoryAccounting::Rss => total(),
+            MemoryAccounting::Rss => total()?,
             MemoryAccounting::Pss => match self.walked.get() {
                 Some((memory, due)) if !fresh && Instant::now() < due => memory,
                 _ => {
                     let start = Instant::now();
-                    let memory = total();
+                    let memory = total()?;
                     let took = start.elapsed();
                     let gap = (took * WALK_SHARE).clamp(INTERVAL, MAX_WALK_GAP);
                     self.walked.set(Some((memory, Instant::now() + gap)));
@@ -263,26 +285,52 @@ impl Meter {
                 continue;
             }
             // Gone since its parent listed it: not a member any more.
-            let Ok(text) = read_proc(format!("/proc/{pid}/stat")) else { continue };
+            let text = match read_proc(format!("/proc/{pid}/stat")) {
+                Ok(text) => text,
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            };
             let Some(stat) = Stat::parse(&text) else { continue };
             if stat.pgid != self.pgid {
                 continue;
             }
             found.push((pid, stat));
-            next.extend(children_of(pid));
+            next.extend(children_of(pid)?);
         }
         Ok(found)
     }
 }
 
+/// Whether a read of `/proc` failed because the process (or thread) is gone: the one
+/// failure the meter passes over. Any other (the server out of descriptors, above all)
+/// fails the reading, which stops the sandbox: a member not seen is a member not counted.
+fn gone(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH))
+}
+
+/// Whether the server is out of file descriptors (its own limit or the system's).
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 /// The children of every thread of `pid` (none when it is gone).
-fn children_of(pid: i32) -> Vec<i32> {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
-    tasks
-        .flatten()
-        .filter_map(|task| read_proc(task.path().join("children")).ok())
-        .flat_map(|children| children.split_whitespace().filter_map(|c| c.parse().ok()).collect::<Vec<i32>>())
-        .collect()
+fn children_of(pid: i32) -> io::Result<Vec<i32>> {
+    let tasks = match fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks,
+        Err(e) if gone(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut found = Vec::new();
+    for task in tasks {
+        let children = match task.and_then(|task| read_proc(task.path().join("children"))) {
+            Ok(children) => children,
+            // A thread that exited since the directory was read.
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        found.extend(children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
+    }
+    Ok(found)
 }
 
 /// A file of `/proc`, read in as few system calls as its size allows. `fs::read_to_string`
@@ -444,15 +492,17 @@ pub fn stop_group(meter: &Meter) -> io::Result<()> {
 pub fn kill_others(meter: &Meter) -> io::Result<usize> {
     let mut killed = 0;
     for pid in meter.others()? {
-        let Some(fd) = rustix::process::Pid::from_raw(pid)
-            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok())
-        else {
-            continue; // gone already
+        let Some(member) = rustix::process::Pid::from_raw(pid) else { continue };
+        let fd = match rustix::process::pidfd_open(member, rustix::process::PidfdFlags::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::SRCH) => continue, // gone already
+            Err(e) => return Err(e.into()),
         };
-        let still_member = read_proc(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|t| Stat::parse(&t))
-            .is_some_and(|s| s.pgid == meter.pgid);
+        let still_member = match read_proc(format!("/proc/{pid}/stat")) {
+            Ok(text) => Stat::parse(&text).is_some_and(|s| s.pgid == meter.pgid),
+            Err(e) if gone(&e) => false,
+            Err(e) => return Err(e),
+        };
         if still_member && rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL).is_ok() {
             killed += 1;
         }
@@ -727,5 +777,71 @@ mod tests {
         assert!(sample.cpu_ms >= 100, "{sample:?}");
         assert!(sample.memory > 0, "{sample:?}");
         assert!(Meter::new(pid).is_err(), "a group that is gone cannot be metered");
+    }
+
+    /// Out of descriptors, the meter fails with the server's own error (EMFILE), which the
+    /// engine tells as capacity, at every point: never a fall back to counters, a member
+    /// passed over as gone, or a setup failure (a CI run of the protocol test met the
+    /// last). Each free descriptor more lets it one file further. Rlimits are the whole
+    /// process's, so this runs in a copy of the test binary with this test alone.
+    #[test]
+    fn out_of_descriptors_every_reading_fails_with_the_servers_error() {
+        const ALONE: &str = "RSANDBOX_METER_TEST_ALONE";
+        if std::env::var_os(ALONE).is_none() {
+            let name = "meter::tests::out_of_descriptors_every_reading_fails_with_the_servers_error";
+            let run = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--test-threads=1", "--nocapture"])
+                .env(ALONE, "1")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&run.stdout) + String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success() && said.contains("1 passed"), "{said}");
+            return;
+        }
+        // SAFETY: the child only waits to be killed; no locks are taken after fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: a new group for the child, which then waits to be killed.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::pause();
+                libc::_exit(0)
+            };
+        }
+        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
+        unsafe { libc::setpgid(pid, pid) };
+        // The limit bounds the numbers of descriptors, not their count: the limit that
+        // leaves `free` numbers unused is the next unused number after those. (The
+        // listing's own descriptor takes the lowest free number, as the probe's did.)
+        let probe = std::fs::File::open("/dev/null").unwrap();
+        let listing = std::os::fd::AsRawFd::as_raw_fd(&probe).to_string();
+        drop(probe);
+        let used: Vec<u64> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|fd| *fd != listing)
+            .map(|fd| fd.parse().unwrap())
+            .collect();
+        let leaving = |free: usize| (0u64..).filter(|fd| !used.contains(fd)).nth(free).unwrap();
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        let mut failures = Vec::new();
+        for free in 0..=3 {
+            let lowered = rustix::process::Rlimit { current: Some(leaving(free)), maximum: limit.maximum };
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, lowered).unwrap();
+            let reading = Meter::new(pid).and_then(|meter| meter.sample(true));
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, limit).unwrap();
+            match reading {
+                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {}
+                other => failures.push(format!("{free} free: {other:?}")),
+            }
+        }
+        let whole = Meter::new(pid).and_then(|meter| meter.sample(true));
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert!(whole.is_ok(), "with the limit back: {whole:?}");
     }
 }

@@ -309,8 +309,11 @@ impl SandboxChild {
         }
         // Fail closed: a sandbox whose processes cannot be counted together would have
         // per-process limits only.
-        let meter = Meter::for_child(pid, zygote.pss_share())
-            .map_err(|e| EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")))?;
+        let meter = Meter::for_child(pid, zygote.pss_share()).map_err(|e| match e.raw_os_error() {
+            // The server's capacity, not the sandbox's setup (told as such, with the limit).
+            Some(libc::EMFILE | libc::ENFILE) => EngineError::io("meter the sandbox's processes")(e),
+            _ => EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")),
+        })?;
         child.meter = Some(meter);
         Ok(child)
     }
