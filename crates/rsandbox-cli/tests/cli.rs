@@ -698,8 +698,11 @@ fn exec_as_root_copies_a_pinned_root_template() {
     let mut gone = std::process::Command::new("/bin/true").spawn().unwrap();
     let dead = gone.id();
     gone.wait().unwrap();
-    let left = std::path::Path::new("/dev/shm/rsandbox-exec-workspaces").join(format!("ws-{dead}-1"));
-    fs::create_dir_all(&left).unwrap();
+    let shared = std::path::Path::new("/dev/shm/rsandbox-exec-workspaces");
+    let left = shared.join(format!("ws-{dead}-1"));
+    // Made as `exec` makes it where no call has yet (root's, 0700): a directory of
+    // another mode is refused, and the call then goes without a template or a sweep.
+    std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), 0o700).create(&left).unwrap();
     let first = probe("first");
     assert!(!left.exists(), "{} is removed", left.display());
     let python = fs::canonicalize("/usr/bin/python3").unwrap();

@@ -216,8 +216,17 @@ fn wait_with_deadline(spawned: &lockdown::command::Spawned, deadline: Instant) -
             fds.push(rustix::event::PollFd::new(&spawned.violations, rustix::event::PollFlags::IN));
         }
         let timeout = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
-        // EINTR: nothing is ready; the loop looks at the deadline again.
-        let Ok(n) = rustix::event::poll(&mut fds, Some(&timeout)) else { continue };
+        let n = match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) => n,
+            // Nothing is ready; the loop looks at the deadline again.
+            Err(rustix::io::Errno::INTR) => continue,
+            // Fail closed: a program that cannot be watched is ended, not waited for in
+            // a loop that cannot see its exit.
+            Err(e) => {
+                kill_group();
+                return Err(EngineError::io("wait for the sandboxed program")(e.into()));
+            }
+        };
         let exited = !fds[0].revents().is_empty();
         let reported = fds.get(1).map_or(rustix::event::PollFlags::empty(), |f| f.revents());
         if exited {
