@@ -37,15 +37,37 @@ pub fn send(socket: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io:
     }
 }
 
-/// Receive one message into `buffer` and the fds that came with it (close-on-exec).
-/// Returns the number of bytes; `Ok((0, []))` at end of stream. A message or fd list
-/// larger than the buffers is an error, never silently cut.
-pub fn recv(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+/// One message as [`recv`] received it.
+#[derive(Debug)]
+pub struct Message {
+    /// How many bytes of the buffer it filled (0 with no fds: the end of the stream).
+    pub bytes: usize,
+    /// The fds that came with it (close-on-exec).
+    pub fds: Vec<OwnedFd>,
+    /// The message came whole, but the kernel could not give this process (some of) its
+    /// fds: the process had no descriptor free (its limit, or the system's table; the
+    /// kernel does not say which), and closed them. The receiver's capacity, not the
+    /// sender's mistake: the message can still be answered (see [`fds_lost`]).
+    pub fds_lost: bool,
+}
+
+/// Receive one message into `buffer` and the fds that came with it. A message or fd
+/// list larger than the buffers is an error, never silently cut; fds this process had
+/// no room for are [`Message::fds_lost`].
+pub fn recv(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<Message> {
     let mut fds = Vec::new();
     match recv_each_fd(socket, buffer, |fd| fds.push(fd))? {
-        Received::Whole(bytes) => Ok((bytes, fds)),
+        Received::Whole(bytes) => Ok(Message { bytes, fds, fds_lost: false }),
+        Received::FdsLost(bytes) => Ok(Message { bytes, fds, fds_lost: true }),
         Received::Cut => Err(io::Error::new(io::ErrorKind::InvalidData, "message or fds truncated")),
     }
+}
+
+/// The error for fds the kernel could not install ([`Message::fds_lost`]): `EMFILE`,
+/// the likelier of the two causes (the process's own limit), which callers tell as the
+/// receiver's capacity.
+pub fn fds_lost() -> io::Error {
+    rustix::io::Errno::MFILE.into()
 }
 
 /// [`recv`] for a message of at most one fd, allocating nothing: for a parent whose
@@ -61,6 +83,7 @@ pub fn recv_one(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Opti
         // Plain kinds, not messages: a message would be allocated.
         Received::Whole(_) if more => Err(io::ErrorKind::InvalidData.into()),
         Received::Whole(bytes) => Ok((bytes, first)),
+        Received::FdsLost(_) => Err(fds_lost()),
         Received::Cut => Err(io::ErrorKind::InvalidData.into()),
     }
 }
@@ -69,6 +92,8 @@ pub fn recv_one(socket: impl AsFd, buffer: &mut [u8]) -> io::Result<(usize, Opti
 enum Received {
     /// All of it: this many bytes.
     Whole(usize),
+    /// All of its bytes (this many), but not all of its fds: see [`Message::fds_lost`].
+    FdsLost(usize),
     /// Longer than the buffers (bytes or fds).
     Cut,
 }
@@ -85,13 +110,24 @@ fn recv_each_fd(socket: impl AsFd, buffer: &mut [u8], mut take: impl FnMut(Owned
             Err(e) => return Err(e.into()),
         }
     };
+    let mut count = 0;
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(rights) = message {
-            rights.for_each(&mut take);
+            rights.for_each(|fd| {
+                count += 1;
+                take(fd)
+            });
         }
     }
-    if received.flags.intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC) {
+    // The control buffer holds MAX_FDS: fewer fds than that with the control part cut
+    // means the kernel failed to install one (it stops at the first, sets MSG_CTRUNC and
+    // closes the rest), which only a lack of descriptors does; as many means the sender
+    // sent more than the buffer holds.
+    if received.flags.contains(ReturnFlags::TRUNC) {
         return Ok(Received::Cut);
+    }
+    if received.flags.contains(ReturnFlags::CTRUNC) {
+        return Ok(if count < MAX_FDS { Received::FdsLost(received.bytes) } else { Received::Cut });
     }
     Ok(Received::Whole(received.bytes))
 }

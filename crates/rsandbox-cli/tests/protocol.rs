@@ -356,6 +356,25 @@ fn out_of_descriptors_a_sandbox_is_refused_as_busy_and_the_server_keeps_serving(
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("as many files open as its limit allows (300;"), "{message}");
     assert!(message.contains("ulimit -n"), "{message}");
+    // A burst at the limit meets it wherever a descriptor is taken (a pipe, the meter's
+    // /proc files, the pidfd or listener that come over a socket): each is refused as
+    // busy, and the sessions made before still answer (no refusal tore down the
+    // zygote's link, which every sandbox's events travel on).
+    for id in 200..216 {
+        s.send(json!({"id": id, "op": "session.create"}));
+    }
+    // (Answered in any order.)
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < 16 {
+        let v = s.recv();
+        assert!(answered.insert(v["id"].as_i64().unwrap()), "one answer per request: {v}");
+        match v["session"].as_str() {
+            Some(sid) => ids.push(sid.to_string()),
+            None => assert_eq!(v["error"]["code"], "busy", "{v}"),
+        }
+    }
+    s.send(json!({"id": 99, "op": "session.execute", "session": ids[1], "code": "1+1"}));
+    assert_eq!(s.recv_id(99)["result"]["value"], 2, "a session made before the refusals");
     // Closing a session frees its descriptors for the next one.
     s.send(json!({"id": 100, "op": "session.close", "session": ids[0]}));
     assert_eq!(s.recv_id(100)["closed"], true);

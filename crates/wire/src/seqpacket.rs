@@ -40,20 +40,33 @@ impl Channel {
     }
 
     /// Receive one message and the fds that came with it. `Ok(None)` at end of stream.
-    pub fn recv(&self) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    pub fn recv(&self) -> io::Result<Option<Message>> {
         // A buffer of the next message's size, not of MAX_MESSAGE: zeroing 256 KiB per
         // message cost the zygote 64 copy-on-write faults per spawn (its heap is shared
         // with every child it has forked), a third of its own CPU. Larger than allowed:
         // cut at MAX_MESSAGE, which `fdpass::recv` reports as truncated.
         let size = self.next_message_size()?.min(MAX_MESSAGE);
         let mut bytes = vec![0u8; size];
-        let (n, fds) = fdpass::recv(&self.fd, &mut bytes)?;
-        if n == 0 && fds.is_empty() {
+        let fdpass::Message { bytes: n, fds, fds_lost } = fdpass::recv(&self.fd, &mut bytes)?;
+        if n == 0 && fds.is_empty() && !fds_lost {
             return Ok(None);
         }
         bytes.truncate(n);
-        Ok(Some((bytes, fds)))
+        Ok(Some(Message { bytes, fds, fds_lost }))
     }
+}
+
+/// One message of a [`Channel`].
+#[derive(Debug)]
+pub struct Message {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// The fds that came with it (close-on-exec).
+    pub fds: Vec<OwnedFd>,
+    /// The kernel could not install (some of) its fds: this process had no descriptor
+    /// free ([`fdpass::Message::fds_lost`]). Each reader decides what that costs: the
+    /// message, never the channel.
+    pub fds_lost: bool,
 }
 
 impl Channel {
@@ -95,7 +108,7 @@ mod tests {
         let (mut r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
         a.send(b"first", &[w.as_fd()]).unwrap();
         a.send(b"second", &[]).unwrap();
-        let (msg, fds) = b.recv().unwrap().unwrap();
+        let Message { bytes: msg, fds, .. } = b.recv().unwrap().unwrap();
         assert_eq!(msg, b"first");
         assert_eq!(fds.len(), 1);
         let mut passed = std::fs::File::from(fds.into_iter().next().unwrap());
@@ -106,7 +119,7 @@ mod tests {
         let mut got = String::new();
         r.read_to_string(&mut got).unwrap();
         assert_eq!(got, "via fd!");
-        assert_eq!(b.recv().unwrap().unwrap().0, b"second");
+        assert_eq!(b.recv().unwrap().unwrap().bytes, b"second");
         drop(a);
         assert!(b.recv().unwrap().is_none());
     }
@@ -129,11 +142,11 @@ mod tests {
         let large: Vec<u8> = (0..150 << 10).map(|i| i as u8).collect();
         a.send(&large, &[a.as_fd()]).unwrap();
         a.send(b"", &[a.as_fd()]).unwrap();
-        let (bytes, fds) = b.recv().unwrap().unwrap();
+        let Message { bytes, fds, .. } = b.recv().unwrap().unwrap();
         assert_eq!((bytes, fds.len()), (b"small".to_vec(), 0));
-        let (bytes, fds) = b.recv().unwrap().unwrap();
+        let Message { bytes, fds, .. } = b.recv().unwrap().unwrap();
         assert_eq!((bytes, fds.len()), (large, 1));
-        let (bytes, fds) = b.recv().unwrap().unwrap();
+        let Message { bytes, fds, .. } = b.recv().unwrap().unwrap();
         assert_eq!((bytes.len(), fds.len()), (0, 1));
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::errors::{Peer, WireError};
 use crate::messages::{ZygoteEvent, ZygoteRequest, SPAWN_FDS};
-use crate::seqpacket::Channel;
+use crate::seqpacket::{Channel, Message};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
@@ -77,14 +77,21 @@ impl ZygoteLink {
     }
 
     /// The next event (`spawned` carries the child's pidfd). `Ok(None)`: the zygote is gone.
+    /// A `spawned` whose pidfd this process had no descriptor for comes without it (the
+    /// supervisor's capacity: that one spawn fails, the link serves on).
     pub fn next_event(&self) -> Result<Option<(ZygoteEvent, Option<OwnedFd>)>, WireError> {
-        let Some((bytes, mut fds)) = self.channel.recv().map_err(WireError::io("read an event", Peer::Zygote))? else {
+        let Some(Message { bytes, mut fds, fds_lost }) =
+            self.channel.recv().map_err(WireError::io("read an event", Peer::Zygote))?
+        else {
             return Ok(None);
         };
         let event: ZygoteEvent = serde_json::from_slice(&bytes)
             .map_err(|e| WireError::Malformed { peer: Peer::Zygote, detail: e.to_string() })?;
         let expected_fds = usize::from(matches!(event, ZygoteEvent::Spawned { .. }));
-        if fds.len() != expected_fds {
+        if fds_lost && expected_fds == 1 && fds.is_empty() {
+            return Ok(Some((event, None)));
+        }
+        if fds.len() != expected_fds || fds_lost {
             return Err(WireError::Unexpected {
                 peer: Peer::Zygote,
                 expected: "a pidfd with spawned and no fd otherwise",
@@ -127,7 +134,9 @@ impl SupervisorLink {
     /// The next request. `Ok(None)`: the supervisor closed the channel. The fds are
     /// returned as they came; [`spawn_fds`] checks their number.
     pub fn next_request(&self) -> Result<Option<(ZygoteRequest, Vec<OwnedFd>)>, WireError> {
-        let (bytes, fds) = match self.channel.recv() {
+        // Fds lost to the zygote's own limit arrive as fewer fds than a spawn needs,
+        // which `spawn_fds` refuses for that one request.
+        let Message { bytes, fds, .. } = match self.channel.recv() {
             Ok(Some(message)) => message,
             // A supervisor that exits without reading our last events resets the
             // channel instead of closing it: either way it is gone.
@@ -223,6 +232,41 @@ mod tests {
         zygote.send(&ZygoteEvent::Spawned { req: 1, pid: 2 }, &[]).unwrap();
         let err = link.next_event().unwrap_err().to_string();
         assert!(err.contains("got spawned with 0 fds"), "{err}");
+    }
+
+    /// A `spawned` whose pidfd the kernel could not install (no descriptor free in the
+    /// supervisor) comes without it, and the link serves on: that spawn fails as the
+    /// server's capacity, not every sandbox with a link torn down. Rlimits are the whole
+    /// process's, so this runs in a copy of the test binary with this test alone.
+    #[test]
+    fn a_pidfd_that_found_no_free_descriptor_is_lost_and_the_link_serves_on() {
+        const ALONE: &str = "RSANDBOX_WIRE_TEST_ALONE";
+        let name = "zygote_link::tests::a_pidfd_that_found_no_free_descriptor_is_lost_and_the_link_serves_on";
+        if std::env::var_os(ALONE).is_none() {
+            let run = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--test-threads=1", "--nocapture"])
+                .env(ALONE, "1")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&run.stdout) + String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success() && said.contains("1 passed"), "{said}");
+            return;
+        }
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let (link, theirs) = ZygoteLink::pair().unwrap();
+        let zygote = SupervisorLink::from_fd(theirs);
+        let (pidfd, _other_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        zygote.report_spawned(1, 2, pidfd.as_fd()).unwrap();
+        zygote.report_spawned(3, 4, pidfd.as_fd()).unwrap();
+        // The limit at the lowest free number: no descriptor is free.
+        let lowest = std::os::fd::AsRawFd::as_raw_fd(&std::fs::File::open("/dev/null").unwrap()) as u64;
+        let limit = getrlimit(Resource::Nofile);
+        setrlimit(Resource::Nofile, Rlimit { current: Some(lowest), maximum: limit.maximum }).unwrap();
+        let without = link.next_event();
+        setrlimit(Resource::Nofile, limit).unwrap();
+        assert!(matches!(without, Ok(Some((ZygoteEvent::Spawned { req: 1, pid: 2 }, None)))), "{without:?}");
+        let with = link.next_event().unwrap();
+        assert!(matches!(with, Some((ZygoteEvent::Spawned { req: 3, pid: 4 }, Some(_)))), "{with:?}");
     }
 
     #[test]

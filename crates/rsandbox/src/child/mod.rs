@@ -252,6 +252,13 @@ impl SandboxChild {
         };
         let (pid, pidfd) = match events.recv_timeout(SPAWN_TIMEOUT) {
             Ok((ZygoteEvent::Spawned { pid, .. }, Some(pidfd))) => (pid, pidfd),
+            // No descriptor was free here for its pidfd: the server's capacity. The child,
+            // which this end cannot signal without the pidfd, ends on its own when its
+            // channels close (they are dropped with this error); the zygote reaps it.
+            Ok((ZygoteEvent::Spawned { .. }, None)) => {
+                let lost = lockdown::fdpass::fds_lost();
+                return Err(forget(EngineError::io("receive the sandbox's pidfd")(lost)));
+            }
             Ok((ZygoteEvent::SpawnFailed { error, .. }, _)) => return Err(forget(EngineError::Setup(error))),
             Ok((other, _)) => {
                 return Err(forget(EngineError::ZygoteGone(format!("expected spawned, got {}", other.tag()))))
@@ -329,9 +336,9 @@ impl SandboxChild {
         let mut listener = None;
         if self.violations.is_learning() {
             listener = Some(self.violations.take_listener(SPAWN_TIMEOUT).and_then(|()| {
-                self.violations
-                    .serve_learning(self.pidfd.as_fd())
-                    .map_err(|e| format!("cannot start the learning thread: {e}"))
+                self.violations.serve_learning(self.pidfd.as_fd()).map_err(|e| {
+                    EngineError::Setup(format!("no violation reporter: cannot start the learning thread: {e}"))
+                })
             }));
         }
         let applied = match await_lockdown(&ctl) {
@@ -342,9 +349,7 @@ impl SandboxChild {
             Ok(Lockdown::Failed(error)) => return Err(setup_failure(error)),
             Err(e) => return Err(EngineError::Setup(format!("the child did not lock down: {e}"))),
         };
-        listener
-            .unwrap_or_else(|| self.violations.take_listener(SPAWN_TIMEOUT))
-            .map_err(|e| EngineError::Setup(format!("no violation reporter: {e}")))?;
+        listener.unwrap_or_else(|| self.violations.take_listener(SPAWN_TIMEOUT))?;
         ctl.set_read_timeout(None).map_err(EngineError::io("configure the child channel"))?;
         ctl.set_nonblocking(true).map_err(EngineError::io("configure the child channel"))?;
         self.ctl = Some(ctl);

@@ -7,6 +7,7 @@
 //! fatal: a forbidden call is refused with `EPERM` and listed, a file call is judged
 //! against the policy's rules, listed when they refuse it, and let go on to meet them.
 
+use crate::errors::EngineError;
 use crate::result::{LearningReport, RefusedFile};
 use lockdown::observe::{self, ObservedCall};
 use lockdown::seccomp::{self, Notification, Treatment};
@@ -16,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use wire::seqpacket::Channel;
+use wire::seqpacket::{Channel, Message};
 
 /// What one readiness event on the violation channel meant.
 #[derive(Debug, PartialEq, Eq)]
@@ -124,30 +125,38 @@ impl ViolationWatch {
     /// before the child reports `locked_down`), waiting at most `timeout` for it (the
     /// child may hang before it installs seccomp). With the network by proxy, the proxy
     /// listener comes first ([`Self::take_proxy_listener`]).
-    pub(crate) fn take_listener(&mut self, timeout: std::time::Duration) -> Result<(), String> {
-        let channel = self.channel.take().ok_or("the violation channel was already used")?;
+    pub(crate) fn take_listener(&mut self, timeout: std::time::Duration) -> Result<(), EngineError> {
+        let lost = |e: String| EngineError::Setup(format!("no violation reporter: {e}"));
+        let channel = self.channel.take().ok_or_else(|| lost("the violation channel was already used".into()))?;
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             let mut fd = libc::pollfd { fd: channel.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
             // SAFETY: one valid pollfd, for the duration of the call.
             match unsafe { libc::poll(&mut fd, 1, left.as_millis().min(i32::MAX as u128) as i32) } {
-                0 => return Err(format!("the child sent no seccomp listener within {} s", timeout.as_secs())),
+                0 => return Err(lost(format!("the child sent no seccomp listener within {} s", timeout.as_secs()))),
                 n if n < 0 => {
-                    return Err(format!("failed to wait for the seccomp listener: {}", std::io::Error::last_os_error()))
+                    let e = std::io::Error::last_os_error();
+                    return Err(lost(format!("failed to wait for the seccomp listener: {e}")));
                 }
                 _ => {}
             }
-            let (tag, mut fds) = match channel.recv() {
+            let Message { bytes: tag, mut fds, fds_lost } = match channel.recv() {
                 Ok(Some(message)) => message,
                 Ok(None) => {
-                    return Err("the child closed its violation channel without sending the seccomp listener".into())
+                    return Err(lost(
+                        "the child closed its violation channel without sending the seccomp listener".into(),
+                    ))
                 }
-                Err(e) => return Err(format!("failed to receive the seccomp listener: {e}")),
+                Err(e) => return Err(lost(format!("failed to receive the seccomp listener: {e}"))),
             };
+            // The server's capacity, told as such (the child is ended with its channels).
+            if fds_lost {
+                return Err(EngineError::io("receive the sandbox's violation listener")(lockdown::fdpass::fds_lost()));
+            }
             if fds.len() != 1 {
                 let which = if self.network && self.proxy_listener.is_none() { "proxy" } else { "seccomp" };
-                return Err(format!("expected the {which} listener (one fd), got {} fds", fds.len()));
+                return Err(lost(format!("expected the {which} listener (one fd), got {} fds", fds.len())));
             }
             // The proxy listener, once, before the seccomp one, and only when asked for.
             if tag == lockdown::network::LISTENER_TAG && self.network && self.proxy_listener.is_none() {
@@ -155,7 +164,7 @@ impl ViolationWatch {
                 continue;
             }
             if self.network && self.proxy_listener.is_none() {
-                return Err("the child sent no proxy listener before its seccomp listener".into());
+                return Err(lost("the child sent no proxy listener before its seccomp listener".into()));
             }
             self.listener = fds.pop();
             return Ok(());
@@ -360,7 +369,7 @@ mod tests {
         let (ours, theirs) = Channel::pair().unwrap();
         theirs.send(b"L", &[proxy.as_fd()]).unwrap();
         let error = ViolationWatch::new(ours, &network).take_listener(std::time::Duration::from_secs(1)).unwrap_err();
-        assert!(error.contains("no proxy listener"), "{error}");
+        assert!(error.to_string().contains("no proxy listener"), "{error}");
         // A child without the network cannot hand one over: it is taken as the seccomp listener.
         let (ours, theirs) = Channel::pair().unwrap();
         theirs.send(b"N", &[proxy.as_fd()]).unwrap();
@@ -375,8 +384,8 @@ mod tests {
         theirs.send(b"L", &[]).unwrap();
         let mut watch = ViolationWatch::new(ours, &Policy::default());
         assert_eq!(
-            watch.take_listener(std::time::Duration::from_secs(1)).unwrap_err(),
-            "expected the seccomp listener (one fd), got 0 fds"
+            watch.take_listener(std::time::Duration::from_secs(1)).unwrap_err().to_string(),
+            "the sandbox could not be set up: no violation reporter: expected the seccomp listener (one fd), got 0 fds"
         );
     }
 }
