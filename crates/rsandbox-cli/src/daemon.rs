@@ -337,6 +337,18 @@ fn accept_until_idle(listener: &UnixListener, engine: &Engine, idle: Duration) -
                 rustix::event::poll(&mut fds, Some(&tick)).ok();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // A client that left before it was taken costs nothing.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
+            // Out of descriptors (ours or the system's) or of kernel memory: the server's
+            // capacity, as the HTTP front's accept loop treats it. The connections open
+            // are served on, and a waiting client is taken once one ends; a stop still
+            // stops. Ending the daemon here ended every client's sessions.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) => {
+                if STOP.load(Ordering::SeqCst) {
+                    break Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
             Err(e) => break Err(e.into()),
         }
     };

@@ -321,3 +321,40 @@ fn a_daemon_of_another_pid_namespace_is_not_used() {
     wait_for("the host's daemon to exit", || !Path::new(&format!("/proc/{host_daemon}")).exists());
     std::fs::remove_dir_all(&base).ok();
 }
+
+/// Out of descriptors, the daemon waits for one instead of ending (its accept loop ended
+/// the daemon, and every client's sessions with it): a client that connects meanwhile is
+/// served once a descriptor is free. Root: the daemon's limit is lowered from outside.
+#[test]
+fn out_of_descriptors_the_daemon_takes_the_next_client_later() {
+    use rustix::process::{prlimit, Pid, Resource, Rlimit};
+    use std::io::{BufRead, Write};
+    let base = runtime_base(Who::Root, "descriptors");
+    let dir = base.join("rsandbox");
+    let (out, j) = eval_via(Who::Root, &base, "60", &[], "1 + 1");
+    assert_outcome(&out, &j, "ok", 0);
+    wait_for("the daemon", || !files_with(&dir, "sock").is_empty() && !files_with(&dir, "pid").is_empty());
+    let daemon: i32 = std::fs::read_to_string(&files_with(&dir, "pid")[0]).unwrap().trim().parse().unwrap();
+    // The socket is made before the pid file: the daemon accepts from here on.
+    let pid = Pid::from_raw(daemon);
+    // Below every descriptor it holds: none is free, whatever it opens meanwhile.
+    let limits = std::fs::read_to_string(format!("/proc/{daemon}/limits")).unwrap();
+    let hard = limits.lines().find(|l| l.starts_with("Max open files")).and_then(|l| l.split_whitespace().nth(4));
+    let hard = hard.and_then(|h| h.parse().ok()).unwrap_or_else(|| panic!("no hard limit in {limits}"));
+    let limit = prlimit(pid, Resource::Nofile, Rlimit { current: Some(3), maximum: Some(hard) }).unwrap();
+    let mut client = std::os::unix::net::UnixStream::connect(&files_with(&dir, "sock")[0]).unwrap();
+    client.write_all(b"{\"id\": 1, \"op\": \"eval\", \"code\": \"1 + 1\"}\n").unwrap();
+    // Long enough for many tries at accepting.
+    std::thread::sleep(Duration::from_millis(800));
+    let alive = Path::new(&format!("/proc/{daemon}")).exists();
+    prlimit(pid, Resource::Nofile, limit).ok();
+    assert!(alive, "the daemon ended when it had no descriptor free");
+    client.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(&client).read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    assert_eq!(answer["result"]["value"], 2, "{answer}");
+    let stop = rsandbox_with(Who::Root, &["daemon", "--stop"], &[("XDG_RUNTIME_DIR", base.to_str().unwrap())], None);
+    stop.assert_code(0);
+    std::fs::remove_dir_all(&base).ok();
+}
