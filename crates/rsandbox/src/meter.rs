@@ -522,6 +522,24 @@ mod tests {
         (fds[0], fds[1])
     }
 
+    /// A child of ours leading a process group of its own, waiting to be killed (by the
+    /// caller, who reaps it).
+    fn waiting_group_leader() -> i32 {
+        // SAFETY: the child only sets its group and waits; no locks are taken after fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: a new group for the child, which then waits to be killed.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::pause();
+                libc::_exit(0)
+            };
+        }
+        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
+        unsafe { libc::setpgid(pid, pid) };
+        pid
+    }
+
     #[test]
     fn stat_lines_parse_past_hostile_command_names() {
         let line = "1234 (a) b (c) 5 6) S 1 777 777 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 100 0 0";
@@ -709,18 +727,7 @@ mod tests {
     /// not due yet) while reading CPU and members again; a request's last sample walks.
     #[test]
     fn memory_is_walked_again_only_when_due_or_asked() {
-        // SAFETY: the child only sleeps and is killed below; no locks are taken after fork.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            // SAFETY: a new group for the child, which then waits to be killed.
-            unsafe {
-                libc::setpgid(0, 0);
-                libc::pause();
-                libc::_exit(0)
-            };
-        }
-        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
-        unsafe { libc::setpgid(pid, pid) };
+        let pid = waiting_group_leader();
         let meter = Meter::new(pid).unwrap();
         let before = Instant::now();
         let first = meter.sample(false).map(|s| (s.processes, meter.walked.get()));
@@ -798,18 +805,7 @@ mod tests {
             assert!(run.status.success() && said.contains("1 passed"), "{said}");
             return;
         }
-        // SAFETY: the child only waits to be killed; no locks are taken after fork.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            // SAFETY: a new group for the child, which then waits to be killed.
-            unsafe {
-                libc::setpgid(0, 0);
-                libc::pause();
-                libc::_exit(0)
-            };
-        }
-        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
-        unsafe { libc::setpgid(pid, pid) };
+        let pid = waiting_group_leader();
         // The limit bounds the numbers of descriptors, not their count: the limit that
         // leaves `free` numbers unused is the next unused number after those. (The
         // listing's own descriptor takes the lowest free number, as the probe's did.)
