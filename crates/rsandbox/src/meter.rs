@@ -264,7 +264,14 @@ impl Meter {
 
     fn memory_of(&self, pid: i32) -> io::Result<u64> {
         match self.accounting {
-            MemoryAccounting::Pss => proportional_of(pid),
+            MemoryAccounting::Pss => match proportional_of(pid) {
+                // A member that made itself non-dumpable (`PR_SET_DUMPABLE`) hides its
+                // page tables from a supervisor without CAP_SYS_PTRACE: its resident
+                // memory, counters anyone may read, counts instead (no less than its PSS).
+                // Counting it as nothing, as a failed read once did, let it through.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => resident_of(pid),
+                read => read,
+            },
             MemoryAccounting::Rss => resident_of(pid),
         }
     }
@@ -751,6 +758,70 @@ mod tests {
             assert_eq!(second, first, "not due: the same walk, the same members");
         }
         assert!(last.unwrap().1 > due, "the last sample of a request walks afresh");
+    }
+
+    /// A member that makes itself non-dumpable hides its page tables (`smaps_rollup`)
+    /// from a reader without capabilities (a supervisor run by a user; here this test's
+    /// thread, which drops its effective set): its resident memory counts instead, not
+    /// nothing.
+    #[test]
+    fn a_member_that_hides_its_page_tables_counts_by_its_resident_memory() {
+        use rustix::thread::{capabilities, set_capabilities, CapabilitySet, CapabilitySets};
+        // (CAP_SYS_PTRACE alone dropped is not enough for root: the effective set goes.)
+        let (go_r, go_w) = pipe();
+        // SAFETY: the forked processes call only fork, setpgid, prctl, mmap, memset,
+        // write and pause (no allocation, no lock) and are killed below.
+        let leader = unsafe { libc::fork() };
+        if leader == 0 {
+            // As a sandbox's processes: no capabilities (which a reader without them could
+            // not read /proc files of, dumpable or not).
+            let none = CapabilitySet::empty();
+            let dropped =
+                set_capabilities(None, CapabilitySets { effective: none, permitted: none, inheritable: none });
+            // SAFETY: as above.
+            unsafe {
+                if dropped.is_err() {
+                    libc::_exit(1);
+                }
+                libc::setpgid(0, 0);
+                let member = libc::fork();
+                if member == 0 {
+                    libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+                    let size = 16 << 20;
+                    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+                    let heap = libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0);
+                    libc::memset(heap, 7, size);
+                    libc::write(go_w, [1u8].as_ptr().cast(), 1);
+                    libc::pause();
+                    libc::_exit(0);
+                }
+                libc::pause();
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: putting the child in its own group (races the child's own call harmlessly).
+        unsafe { libc::setpgid(leader, leader) };
+        let mut byte = 0u8;
+        // SAFETY: reading one byte from our pipe: the member has touched its memory.
+        assert_eq!(unsafe { libc::read(go_r, (&mut byte as *mut u8).cast(), 1) }, 1);
+        // Capabilities are the thread's: this thread reads /proc as a user would.
+        let held = capabilities(None).unwrap();
+        let mut without = held;
+        without.effective = CapabilitySet::empty();
+        set_capabilities(None, without).unwrap();
+        let reading = Meter::new(leader).and_then(|meter| Ok((meter.accounting, meter.sample(true)?)));
+        set_capabilities(None, held).unwrap();
+        // SAFETY: killing our own group, reaping its leader, closing our pipe.
+        unsafe {
+            libc::kill(-leader, libc::SIGKILL);
+            libc::waitpid(leader, std::ptr::null_mut(), 0);
+            libc::close(go_r);
+            libc::close(go_w);
+        }
+        let (accounting, sample) = reading.unwrap();
+        assert_eq!(accounting, MemoryAccounting::Pss, "the leader's page tables are readable");
+        assert_eq!(sample.processes, 2, "{sample:?}");
+        assert!(sample.memory >= 16 << 20, "the member's 16 MiB count: {sample:?}");
     }
 
     #[test]
