@@ -160,6 +160,12 @@ impl RefusedLayer {
     }
 }
 
+/// Whether `error` is the server out of file descriptors (its own limit, or the system's
+/// table): the server's capacity wherever it is met, never a failure of the sandbox.
+pub fn out_of_descriptors(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 impl EngineError {
     /// Wrap an I/O error with what was being done. Running out of file descriptors is
     /// the server's capacity, not a failure: [`EngineError::Capacity`], naming the limit.

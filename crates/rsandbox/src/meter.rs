@@ -33,6 +33,7 @@
 //! allocates or burns in that time; the per-process `RLIMIT_AS` and `RLIMIT_CPU` still
 //! bound each process meanwhile.
 
+use crate::errors::out_of_descriptors;
 use std::fs;
 use std::io;
 use std::time::{Duration, Instant};
@@ -129,22 +130,17 @@ impl Meter {
             Err(e) if out_of_descriptors(&e) => return Err(e),
             Err(_) => MemoryAccounting::Rss,
         };
+        // Out of descriptors goes up as it is; any other failure to open is said in words.
+        let open = |path: String, said: &dyn Fn(io::Error) -> io::Error| {
+            fs::File::open(path).map_err(|e| if out_of_descriptors(&e) { e } else { said(e) })
+        };
         // /proc hides other users' processes (hidepid) or is not this pid namespace's.
         let invisible = || io::Error::other(format!("process group {leader} is not visible in /proc"));
-        let leader_stat = fs::File::open(format!("/proc/{leader}/stat")).map_err(|e| {
-            if out_of_descriptors(&e) {
-                e
-            } else {
-                invisible()
-            }
-        })?;
+        let leader_stat = open(format!("/proc/{leader}/stat"), &|_| invisible())?;
         // A kernel without CONFIG_PROC_CHILDREN has no such file: no sandbox could tell
         // whether R is alone, so none is made (fail closed).
-        let leader_children = fs::File::open(format!("/proc/{leader}/task/{leader}/children")).map_err(|e| {
-            match out_of_descriptors(&e) {
-                true => e,
-                false => io::Error::other(format!("cannot read the children of process {leader} in /proc: {e}")),
-            }
+        let leader_children = open(format!("/proc/{leader}/task/{leader}/children"), &|e| {
+            io::Error::other(format!("cannot read the children of process {leader} in /proc: {e}"))
         })?;
         let mut meter = Meter {
             pgid: leader,
@@ -313,11 +309,6 @@ impl Meter {
 /// fails the reading, which stops the sandbox: a member not seen is a member not counted.
 fn gone(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH))
-}
-
-/// Whether the server is out of file descriptors (its own limit or the system's).
-fn out_of_descriptors(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// The children of every thread of `pid` (none when it is gone).

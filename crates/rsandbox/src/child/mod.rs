@@ -20,7 +20,7 @@ pub use interrupt::Interrupter;
 pub use outcome::{compose_observed, signal_name, SupervisorView};
 pub use tool_bridge::ToolEvent;
 
-use crate::errors::{EngineError, RefusedLayer};
+use crate::errors::{out_of_descriptors, EngineError, RefusedLayer};
 use crate::events::{Event, OutputStream};
 use crate::meter::{self, Meter};
 use crate::result::EvalResult;
@@ -316,10 +316,13 @@ impl SandboxChild {
         }
         // Fail closed: a sandbox whose processes cannot be counted together would have
         // per-process limits only.
-        let meter = Meter::for_child(pid, zygote.pss_share()).map_err(|e| match e.raw_os_error() {
-            // The server's capacity, not the sandbox's setup (told as such, with the limit).
-            Some(libc::EMFILE | libc::ENFILE) => EngineError::io("meter the sandbox's processes")(e),
-            _ => EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}")),
+        let meter = Meter::for_child(pid, zygote.pss_share()).map_err(|e| {
+            if out_of_descriptors(&e) {
+                // The server's capacity, not the sandbox's setup (told as such, with the limit).
+                EngineError::io("meter the sandbox's processes")(e)
+            } else {
+                EngineError::Setup(format!("cannot meter the sandbox's processes in /proc: {e}"))
+            }
         })?;
         child.meter = Some(meter);
         Ok(child)
