@@ -753,6 +753,15 @@ both!(
         let out = rsandbox(who, &["exec", "--memory", "64M", "--", "/bin/sh", "-c", "ulimit -v"]);
         out.assert_code(0);
         assert_eq!(out.stdout, format!("{}\n", 64 * 1024), "{out}");
+        // Too small for the program's loader: it dies by SIGSEGV before it can say why,
+        // and the report names the limit as the likely cause instead of a bare signal.
+        let out = rsandbox(who, &["exec", "--memory", "100K", "--", "/bin/true"]);
+        out.assert_code(10);
+        assert!(
+            out.stderr.contains("killed by signal 11 (SIGSEGV), under a memory limit of 100.0 KiB")
+                && out.stderr.contains("the limit may be too small for it"),
+            "{out}"
+        );
     }
 );
 

@@ -167,12 +167,29 @@ fn report(waited: Waited, usage: Usage, options: &EvalOptions) -> ExecReport {
         (_, Some(libc::SIGKILL), _) if cpu_exhausted => (Outcome::CpuLimit, limit_words(Outcome::CpuLimit)),
         (_, Some(libc::SIGXFSZ), _) => (Outcome::FileSizeLimit, limit_words(Outcome::FileSizeLimit)),
         (_, Some(libc::SIGSYS), _) => (Outcome::Violation, "killed for a forbidden system call".into()),
-        (_, Some(s), _) => (Outcome::Crashed, format!("killed by signal {s} ({})", signal_name(s))),
+        (_, Some(s), _) => (Outcome::Crashed, crash_words(s, options.memory)),
         (_, None, Some(0)) => (Outcome::Ok, "exited with status 0".into()),
         (_, None, Some(c)) => (Outcome::Error, format!("exited with status {c}")),
         (_, None, None) => (Outcome::Crashed, "ended without a status".into()),
     };
     ExecReport { outcome, exit, usage, description, violation }
+}
+
+/// The words of a crash by signal `signal`. Under a memory limit a crash is most often
+/// that limit: the limit is on the program's address space (`RLIMIT_AS`), and a program
+/// whose loader cannot map its code, or whose stack cannot grow, is killed by `SIGSEGV`
+/// (or `SIGBUS`, or aborts) before it can say so. The kernel does not tell which, so the
+/// words name the limit as the likely cause rather than leave a bare signal.
+fn crash_words(signal: i32, memory_limit: Option<u64>) -> String {
+    let crashed = format!("killed by signal {signal} ({})", signal_name(signal));
+    match memory_limit {
+        Some(bytes) if [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT].contains(&signal) => format!(
+            "{crashed}, under a memory limit of {}: a program that cannot map its code or grow its stack \
+             ends this way, so the limit may be too small for it",
+            bytesize::ByteSize::b(bytes).display().iec()
+        ),
+        _ => crashed,
+    }
 }
 
 /// The words of a limit outcome (`Outcome::limit_reached`), owned.
@@ -285,10 +302,31 @@ mod tests {
     use super::*;
 
     fn ended(signal: Option<i32>, timed_out: bool) -> ExecReport {
+        ended_with_memory(signal, timed_out, None)
+    }
+
+    fn ended_with_memory(signal: Option<i32>, timed_out: bool, memory: Option<u64>) -> ExecReport {
         let exit = ExitStatus { code: None, signal };
         let waited = Waited { exit, cpu_ms: 0, max_rss_kb: 0, timed_out, violation: None };
-        let options = EvalOptions { timeout: std::time::Duration::from_secs(2), ..EvalOptions::default() };
+        let options = EvalOptions { timeout: std::time::Duration::from_secs(2), memory, ..EvalOptions::default() };
         report(waited, Usage::default(), &options)
+    }
+
+    /// A crash under a memory limit names the limit as its likely cause; one without a
+    /// limit, or by a signal no lack of memory sends, stays a bare crash.
+    #[test]
+    fn a_crash_under_a_memory_limit_names_the_limit() {
+        let r = ended_with_memory(Some(libc::SIGSEGV), false, Some(100 << 10));
+        assert_eq!(r.outcome, Outcome::Crashed);
+        assert_eq!(
+            r.description,
+            "killed by signal 11 (SIGSEGV), under a memory limit of 100.0 KiB: a program that cannot map its code \
+             or grow its stack ends this way, so the limit may be too small for it"
+        );
+        let r = ended_with_memory(Some(libc::SIGSEGV), false, None);
+        assert_eq!(r.description, "killed by signal 11 (SIGSEGV)");
+        let r = ended_with_memory(Some(libc::SIGTERM), false, Some(100 << 10));
+        assert_eq!(r.description, "killed by signal 15 (SIGTERM)");
     }
 
     /// A program's limits are said in the words every front uses for R code.
