@@ -85,6 +85,11 @@ pub enum ZygoteEvent {
         req: u64,
         /// Why.
         error: String,
+        /// The machine's capacity (no process, memory or descriptor free for the fork),
+        /// not a fault of the request: the supervisor tells it as such (`busy`), and the
+        /// same request may succeed later. Absent in a zygote's message before this field.
+        #[serde(default)]
+        capacity: bool,
     },
     /// A child has exited and everything in its process group has been killed.
     Exited {

@@ -102,6 +102,18 @@ impl ZygoteLink {
     }
 }
 
+/// A request as the zygote received it.
+#[derive(Debug)]
+pub struct Received {
+    /// The request.
+    pub request: ZygoteRequest,
+    /// The fds that came with it, in order.
+    pub fds: Vec<OwnedFd>,
+    /// Some fds sent with it found no free descriptor here and were closed by the kernel
+    /// (the zygote's open-file limit): `fds` holds fewer than were sent.
+    pub fds_lost: bool,
+}
+
 /// The zygote's end.
 #[derive(Debug)]
 pub struct SupervisorLink {
@@ -133,10 +145,8 @@ impl SupervisorLink {
 
     /// The next request. `Ok(None)`: the supervisor closed the channel. The fds are
     /// returned as they came; [`spawn_fds`] checks their number.
-    pub fn next_request(&self) -> Result<Option<(ZygoteRequest, Vec<OwnedFd>)>, WireError> {
-        // Fds lost to the zygote's own limit arrive as fewer fds than a spawn needs,
-        // which `spawn_fds` refuses for that one request.
-        let Message { bytes, fds, .. } = match self.channel.recv() {
+    pub fn next_request(&self) -> Result<Option<Received>, WireError> {
+        let Message { bytes, fds, fds_lost } = match self.channel.recv() {
             Ok(Some(message)) => message,
             // A supervisor that exits without reading our last events resets the
             // channel instead of closing it: either way it is gone.
@@ -146,7 +156,7 @@ impl SupervisorLink {
         };
         let request = serde_json::from_slice(&bytes)
             .map_err(|e| WireError::Malformed { peer: Peer::Supervisor, detail: e.to_string() })?;
-        Ok(Some((request, fds)))
+        Ok(Some(Received { request, fds, fds_lost }))
     }
 
     /// A child was forked; its pidfd goes along.
@@ -154,9 +164,10 @@ impl SupervisorLink {
         self.send(&ZygoteEvent::Spawned { req, pid }, &[pidfd])
     }
 
-    /// A spawn request could not be served.
-    pub fn report_spawn_failed(&self, req: u64, error: String) -> Result<(), WireError> {
-        self.send(&ZygoteEvent::SpawnFailed { req, error }, &[])
+    /// A spawn request could not be served; `capacity`: for want of a process, memory or
+    /// a descriptor (see [`ZygoteEvent::SpawnFailed`]).
+    pub fn report_spawn_failed(&self, req: u64, error: String, capacity: bool) -> Result<(), WireError> {
+        self.send(&ZygoteEvent::SpawnFailed { req, error, capacity }, &[])
     }
 
     /// A child has ended and its process group is gone.
@@ -208,7 +219,7 @@ mod tests {
     fn start_up_and_unexpected_messages_are_named() {
         let (link, theirs) = ZygoteLink::pair().unwrap();
         let zygote = SupervisorLink::from_fd(theirs);
-        zygote.report_spawn_failed(7, "no".into()).unwrap();
+        zygote.report_spawn_failed(7, "no".into(), false).unwrap();
         let err = link.await_start_up().unwrap_err().to_string();
         assert_eq!(err, "expected ready from the zygote, got spawn_failed");
         zygote
@@ -267,6 +278,38 @@ mod tests {
         assert!(matches!(without, Ok(Some((ZygoteEvent::Spawned { req: 1, pid: 2 }, None)))), "{without:?}");
         let with = link.next_event().unwrap();
         assert!(matches!(with, Some((ZygoteEvent::Spawned { req: 3, pid: 4 }, Some(_)))), "{with:?}");
+
+        // The other way: a spawn request whose channels find no free descriptor in the
+        // zygote says so, and the zygote answers it as its capacity.
+        let request = ZygoteRequest::Spawn {
+            req: 5,
+            policy: lockdown::Policy::default(),
+            workspace: "/tmp".into(),
+            env: vec![],
+            tools: vec![],
+            warm_up: false,
+        };
+        let fd = pidfd.as_fd();
+        link.request_spawn(&request, SpawnFds { control: fd, stdout: fd, stderr: fd, violations: fd }).unwrap();
+        link.request_spawn(&request, SpawnFds { control: fd, stdout: fd, stderr: fd, violations: fd }).unwrap();
+        let lowest = std::os::fd::AsRawFd::as_raw_fd(&std::fs::File::open("/dev/null").unwrap()) as u64;
+        setrlimit(Resource::Nofile, Rlimit { current: Some(lowest + 2), maximum: limit.maximum }).unwrap();
+        let cut = zygote.next_request();
+        setrlimit(Resource::Nofile, limit).unwrap();
+        let cut = cut.unwrap().unwrap();
+        assert!(cut.fds_lost && cut.fds.len() == 2, "{cut:?}");
+        let whole = zygote.next_request().unwrap().unwrap();
+        assert!(!whole.fds_lost && whole.fds.len() == 4, "{whole:?}");
+        zygote.report_spawn_failed(5, "no descriptor".into(), true).unwrap();
+        let answer = link.next_event().unwrap();
+        assert!(matches!(answer, Some((ZygoteEvent::SpawnFailed { req: 5, capacity: true, .. }, None))), "{answer:?}");
+    }
+
+    /// A zygote from before the field says nothing of capacity: a failure, as it was.
+    #[test]
+    fn a_spawn_failure_without_its_capacity_field_is_a_failure() {
+        let old: ZygoteEvent = serde_json::from_str(r#"{"event":"spawn_failed","req":1,"error":"no"}"#).unwrap();
+        assert!(matches!(old, ZygoteEvent::SpawnFailed { capacity: false, .. }), "{old:?}");
     }
 
     #[test]

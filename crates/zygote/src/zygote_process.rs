@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use wire::messages::{ToolStub, ZygoteEvent, ZygoteRequest};
 use wire::names::is_package_name;
-use wire::zygote_link::{spawn_fds, Ready, SupervisorLink};
+use wire::zygote_link::{spawn_fds, Ready, Received, SupervisorLink};
 
 /// Start R, load the preloads, and describe the result.
 pub fn start(preload: &[String], warm: bool) -> Result<(EmbeddedR, Ready), String> {
@@ -84,9 +84,7 @@ pub fn serve(link: &SupervisorLink, r: &EmbeddedR) -> ! {
         }
         if fds[0].revents != 0 {
             match link.next_request() {
-                Ok(Some((request, passed))) => {
-                    handle_request(link, r, (&mut filters, &mut roots), &mut children, request, passed)
-                }
+                Ok(Some(received)) => handle_request(link, r, (&mut filters, &mut roots), &mut children, received),
                 Ok(None) => shutdown(&children),
                 // A request we cannot parse has no id to answer; the supervisor never
                 // sends one, so it is not the supervisor we know: stop everything.
@@ -104,15 +102,19 @@ fn handle_request(
     r: &EmbeddedR,
     (filters, roots): (&mut HashMap<SeccompProfile, SeccompFilters>, &mut RootTemplates),
     children: &mut HashMap<libc::pid_t, Child>,
-    request: ZygoteRequest,
-    passed: Vec<OwnedFd>,
+    Received { request, fds: passed, fds_lost }: Received,
 ) {
     let ZygoteRequest::Spawn { req, policy, workspace, env, tools, warm_up } = request;
-    let failed = |children: &HashMap<libc::pid_t, Child>, error: String| {
-        if link.report_spawn_failed(req, error).is_err() {
+    let report = |children: &HashMap<libc::pid_t, Child>, error: String, capacity: bool| {
+        if link.report_spawn_failed(req, error, capacity).is_err() {
             shutdown(children);
         }
     };
+    let failed = |children: &HashMap<libc::pid_t, Child>, error: String| report(children, error, false);
+    if fds_lost {
+        let error = "the zygote had no descriptor free for the request's channels (its open-file limit)";
+        return report(children, error.into(), true);
+    }
     let fds = match spawn_fds(passed) {
         Ok(fds) => fds,
         Err(e) => return failed(children, e.to_string()),
@@ -154,7 +156,10 @@ fn handle_request(
     // complete copy that may run any code, R included.
     let pid = unsafe { libc::fork() };
     match pid {
-        -1 => failed(children, format!("fork failed: {}", io::Error::last_os_error())),
+        -1 => {
+            let error = io::Error::last_os_error();
+            report(children, format!("the zygote could not fork: {}", fork_failure_words(&error)), is_capacity(&error))
+        }
         0 => {
             let spec =
                 sandbox_child::ChildSpec { policy: &policy, workspace: &workspace, env: &env, tools: &tools, warm_up };
@@ -176,7 +181,7 @@ fn handle_request(
                 Err(e) => {
                     // SAFETY: killing our own, unreaped child.
                     unsafe { libc::kill(-pid, libc::SIGKILL) };
-                    failed(children, format!("pidfd_open failed: {e}"));
+                    report(children, format!("pidfd_open failed: {e}"), is_capacity(&e));
                 }
             }
         }
@@ -269,6 +274,23 @@ pub fn check_environment(env: &[(String, String)]) -> Result<(), String> {
     }
 }
 
+/// Whether a failed `fork` or `pidfd_open` is the machine's capacity (no process, memory
+/// or descriptor free: the same request may succeed later) rather than a fault of it.
+fn is_capacity(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE))
+}
+
+/// A failed `fork` in an operator's words: which limit `EAGAIN` means.
+fn fork_failure_words(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(libc::EAGAIN) => format!(
+            "{error}: the process limit is reached (this user's, ulimit -u; a container's or cgroup's pids limit; \
+             or the system's pid_max)"
+        ),
+        _ => error.to_string(),
+    }
+}
+
 fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: integer-only system call; on success it returns a new fd we own.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -312,4 +334,25 @@ fn drain_signalfd(fd: &OwnedFd) {
     let mut buf = [0u8; std::mem::size_of::<libc::signalfd_siginfo>() * 16];
     // SAFETY: reading into a local buffer from a non-blocking fd we own.
     while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fork refused for want of a process, memory or descriptor is capacity (the
+    /// supervisor says `busy`), and `EAGAIN` names the limits that cause it; any other
+    /// refusal is a failure of the request.
+    #[test]
+    fn a_fork_refused_for_want_of_a_process_is_capacity() {
+        let again = io::Error::from_raw_os_error(libc::EAGAIN);
+        assert!(is_capacity(&again));
+        assert!(fork_failure_words(&again).contains("the process limit is reached (this user's, ulimit -u"));
+        for errno in [libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
+            assert!(is_capacity(&io::Error::from_raw_os_error(errno)), "{errno}");
+        }
+        let refused = io::Error::from_raw_os_error(libc::EPERM);
+        assert!(!is_capacity(&refused));
+        assert_eq!(fork_failure_words(&refused), refused.to_string());
+    }
 }

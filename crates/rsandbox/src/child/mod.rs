@@ -259,6 +259,11 @@ impl SandboxChild {
                 let lost = lockdown::fdpass::fds_lost();
                 return Err(forget(EngineError::io("receive the sandbox's pidfd")(lost)));
             }
+            // No process, memory or descriptor was free for the fork: capacity, as when
+            // this end runs out of descriptors.
+            Ok((ZygoteEvent::SpawnFailed { error, capacity: true, .. }, _)) => {
+                return Err(forget(EngineError::Capacity(error)))
+            }
             Ok((ZygoteEvent::SpawnFailed { error, .. }, _)) => return Err(forget(EngineError::Setup(error))),
             Ok((other, _)) => {
                 return Err(forget(EngineError::ZygoteGone(format!("expected spawned, got {}", other.tag()))))
