@@ -512,7 +512,7 @@ pub fn render(r: &EvalResult, options: &ExecuteOptions) -> CallToolResult {
         _ => crate::core::outcome::stopped(r, options.timeout, options.max_output)
             .map(|why| format!("Stopped: {why}. {}", crate::core::outcome::kept(r))),
     };
-    if let Some(said) = &said {
+    for said in said.iter().chain(crate::core::outcome::network_note(r).iter()) {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }

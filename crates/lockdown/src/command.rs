@@ -112,9 +112,10 @@ pub fn spawn(
     policy.keep_fds_below = VIOLATION_FD + 1;
     policy.violation_fd = Some(VIOLATION_FD);
     policy.validate().map_err(|e| invalid(&e))?;
-    // exec is a violation for seccomp; the launcher's one exec is let through below.
-    let filters = SeccompFilters::build(SeccompProfile { exec: false, observe: false, ..policy.seccomp_profile() })
-        .map_err(|e| invalid(&e))?;
+    // exec is a violation for seccomp; the launcher's one exec is let through below. An
+    // internet socket is refused in the kernel (`exec`'s watch knows only violations).
+    let profile = SeccompProfile { exec: false, observe: false, report_network: false, ..policy.seccomp_profile() };
+    let filters = SeccompFilters::build(profile).map_err(|e| invalid(&e))?;
     let (reports, reports_child) = rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,
         rustix::net::SocketType::SEQPACKET,

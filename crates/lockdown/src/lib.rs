@@ -129,6 +129,8 @@ impl Policy {
             network: self.network,
             observe: self.learning,
             private_root: self.private_root && self.workspace_quota.is_some(),
+            // Learning answers every notification itself (and lists refusals its own way).
+            report_network: !self.network && !self.learning && self.violation_fd.is_some(),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! | treatment      | calls                                      | answer         |
 //! |----------------|--------------------------------------------|----------------|
 //! | allowed        | ordinary calls                             | allow          |
-//! | socket creation| `socket`, `socketpair` (network off)       | `EACCES`       |
+//! | socket creation| `socket`, `socketpair` (network off; an internet `socket` with [`SeccompProfile::report_network`]: answered `EACCES` by the listener's holder, who notes the attempt) | `EACCES`       |
 //! | network by proxy | `socket` of `AF_INET`/`SOCK_STREAM`/TCP, `socketpair` of `AF_UNIX`, `connect` (network on; any other socket `EACCES`) | allow |
 //! | servers        | `bind`, `listen`, `accept`, `accept4` (network on; off: `ENOSYS`) | `EPERM` |
 //! | refused        | `setsid`, `setpgid`, `prlimit`/`setpriority`/`sched_setaffinity` on another target, `fcntl(F_SETPIPE_SZ)`, `fcntl(F_SETLEASE)`, `flock`, `memfd_create` | `EPERM` |
@@ -289,6 +289,11 @@ pub struct SeccompProfile {
     /// `fcntl` record locks are allowed. [`crate::apply`] installs the program without
     /// them when the private root could not be made.
     pub private_root: bool,
+    /// Without the network: an internet socket (`AF_INET`, `AF_INET6`) is still refused
+    /// with `EACCES`, but by the listener's holder, who so learns that the code tried to
+    /// reach the network and can say why it failed (libcurl says only "Couldn't resolve
+    /// host name"). Without a listener, or with the network on, nothing changes.
+    pub report_network: bool,
 }
 
 /// `fcntl` commands that take, drop or test a record lock (POSIX and open file
@@ -329,6 +334,17 @@ fn decisions(profile: SeccompProfile, violation: u32) -> Vec<(u32, Decision)> {
             Exec if profile.exec => Decision::Return(RET_ALLOW),
             Exec | Violation => Decision::Return(violation),
             SocketCreate if profile.network => network_socket_rule(*nr),
+            SocketCreate if profile.report_network && nr == &libc::SYS_socket => {
+                // Only internet sockets: glibc makes unix and netlink ones of its own
+                // (nscd, interface addresses), which are no attempt to reach a host.
+                let reported = Answer::Return(if violation == RET_USER_NOTIF {
+                    RET_USER_NOTIF
+                } else {
+                    bpf::ret_errno(libc::EACCES)
+                });
+                let cases = [libc::AF_INET, libc::AF_INET6].iter().map(|f| Case::exact(*f as u32, reported)).collect();
+                Decision::Switch { arg: 0, cases, otherwise: Answer::Return(bpf::ret_errno(libc::EACCES)) }
+            }
             SocketCreate => errno(libc::EACCES),
             SocketConnect if profile.network => Decision::Return(RET_ALLOW),
             SocketServe if profile.network => errno(libc::EPERM),
@@ -428,8 +444,9 @@ impl SeccompFilters {
         // Without learning, the trap program is the notifying one with the other return
         // (`the_program_gives_every_number_its_treatment` checks both): one build, not two
         // (issue #26: each is ~35 us of an `exec`). Learning's notify program also
-        // returns USER_NOTIF for allowed file calls, which the trap program allows.
-        let trap = if profile.observe {
+        // returns USER_NOTIF for allowed file calls, which the trap program allows, and
+        // a program reporting network attempts for internet sockets, which it refuses.
+        let trap = if profile.observe || profile.report_network {
             build(RET_TRAP)?
         } else {
             bpf::with_violation_action(&notify, RET_USER_NOTIF, RET_TRAP)
@@ -549,7 +566,12 @@ pub fn notification_pending(listener: RawFd, id: u64) -> bool {
 
 /// Answer a notification with `EPERM` (the call is not executed).
 pub fn deny_notification(listener: RawFd, id: u64) -> std::io::Result<()> {
-    let resp = libc::seccomp_notif_resp { id, val: 0, error: -libc::EPERM, flags: 0 };
+    refuse_notification(listener, id, libc::EPERM)
+}
+
+/// Answer a notification with the error `errno` (the call is not executed).
+pub fn refuse_notification(listener: RawFd, id: u64, errno: i32) -> std::io::Result<()> {
+    let resp = libc::seccomp_notif_resp { id, val: 0, error: -errno, flags: 0 };
     // SAFETY: `resp` is a valid seccomp_notif_resp; the kernel only reads it.
     if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -616,6 +638,11 @@ mod tests {
                     && (low(2) == 0 || low(2) == libc::IPPROTO_TCP as u32);
                 return if tcp_client { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) };
             }
+            libc::SYS_socket
+                if profile.report_network && [libc::AF_INET, libc::AF_INET6].iter().any(|f| *f as u32 == low(0)) =>
+            {
+                return if violation == RET_USER_NOTIF { RET_USER_NOTIF } else { bpf::ret_errno(libc::EACCES) };
+            }
             libc::SYS_socketpair if profile.network => {
                 return if low(0) == libc::AF_UNIX as u32 { RET_ALLOW } else { bpf::ret_errno(libc::EACCES) };
             }
@@ -673,14 +700,18 @@ mod tests {
         }
     }
 
-    /// Every profile: each combination of the four switches.
+    /// Every profile: each combination of the five switches (reporting network attempts
+    /// only without the network, as `Policy::seccomp_profile` sets it).
     fn all_profiles() -> impl Iterator<Item = SeccompProfile> {
-        (0..16).map(|i| SeccompProfile {
-            exec: i & 1 != 0,
-            network: i & 2 != 0,
-            observe: i & 4 != 0,
-            private_root: i & 8 != 0,
-        })
+        (0..32)
+            .map(|i| SeccompProfile {
+                exec: i & 1 != 0,
+                network: i & 2 != 0,
+                observe: i & 4 != 0,
+                private_root: i & 8 != 0,
+                report_network: i & 16 != 0,
+            })
+            .filter(|p| !(p.network && p.report_network))
     }
 
     /// Argument vectors worth trying: zeros, the values the rules name, each with
@@ -817,9 +848,14 @@ mod tests {
 
     #[test]
     fn argument_rules_follow_the_table() {
-        let f =
-            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
-                .unwrap();
+        let f = SeccompFilters::build(SeccompProfile {
+            exec: false,
+            network: false,
+            observe: false,
+            private_root: false,
+            report_network: false,
+        })
+        .unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
@@ -873,7 +909,8 @@ mod tests {
 
     #[test]
     fn a_private_root_allows_by_path_metadata_and_record_locks() {
-        let without = SeccompProfile { exec: false, network: false, observe: false, private_root: false };
+        let without =
+            SeccompProfile { exec: false, network: false, observe: false, private_root: false, report_network: false };
         let with = SeccompProfile { private_root: true, ..without };
         let (eperm, enolck) = (bpf::ret_errno(libc::EPERM), bpf::ret_errno(libc::ENOLCK));
         for (profile, metadata, locks) in [(without, eperm, enolck), (with, RET_ALLOW, RET_ALLOW)] {
@@ -898,9 +935,14 @@ mod tests {
 
     #[test]
     fn learning_reports_allowed_file_calls_and_keeps_violations() {
-        let f =
-            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: true, private_root: false })
-                .unwrap();
+        let f = SeccompFilters::build(SeccompProfile {
+            exec: false,
+            network: false,
+            observe: true,
+            private_root: false,
+            report_network: false,
+        })
+        .unwrap();
         let run = |nr: libc::c_long| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         let trap = |nr: libc::c_long| bpf::run(&f.trap, bpf::AUDIT_ARCH, nr as u32, [0; 6]).0;
         for nr in [libc::SYS_openat, libc::SYS_open, libc::SYS_mkdir, libc::SYS_creat] {
@@ -916,9 +958,14 @@ mod tests {
 
     #[test]
     fn one_short_program() {
-        let f =
-            SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false })
-                .unwrap();
+        let f = SeccompFilters::build(SeccompProfile {
+            exec: false,
+            network: false,
+            observe: false,
+            private_root: false,
+            report_network: false,
+        })
+        .unwrap();
         assert!(f.instruction_count() > 100 && f.instruction_count() < 1200, "{}", f.instruction_count());
     }
 }

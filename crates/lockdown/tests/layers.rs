@@ -475,7 +475,14 @@ fn deny_one_unshare(listener: RawFd, pid: libc::pid_t) {
 }
 
 fn closed_filters() -> SeccompFilters {
-    SeccompFilters::build(SeccompProfile { exec: false, network: false, observe: false, private_root: false }).unwrap()
+    SeccompFilters::build(SeccompProfile {
+        exec: false,
+        network: false,
+        observe: false,
+        private_root: false,
+        report_network: false,
+    })
+    .unwrap()
 }
 
 fn this_pid() -> libc::pid_t {
@@ -1083,9 +1090,14 @@ fn seccomp_kills_tiocsti(caller: Caller) {
 /// With `exec` the allowlist is enough for a dynamically linked program to start and
 /// run: /bin/false's own exit status comes back.
 fn seccomp_exec_profile_runs_a_program(caller: Caller) {
-    let filters =
-        SeccompFilters::build(SeccompProfile { exec: true, network: false, observe: false, private_root: false })
-            .unwrap();
+    let filters = SeccompFilters::build(SeccompProfile {
+        exec: true,
+        network: false,
+        observe: false,
+        private_root: false,
+        report_network: false,
+    })
+    .unwrap();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
         let argv = [c"/bin/false".as_ptr(), std::ptr::null()];
@@ -1100,9 +1112,14 @@ fn seccomp_exec_profile_runs_a_program(caller: Caller) {
 /// unix socketpair (libcurl's wakeup); every other family, type or protocol is EACCES,
 /// and no server: bind, listen and accept are EPERM. Peer credentials stay refused.
 fn seccomp_network_profile_allows_sockets(caller: Caller) {
-    let filters =
-        SeccompFilters::build(SeccompProfile { exec: false, network: true, observe: false, private_root: false })
-            .unwrap();
+    let filters = SeccompFilters::build(SeccompProfile {
+        exec: false,
+        network: true,
+        observe: false,
+        private_root: false,
+        report_network: false,
+    })
+    .unwrap();
     let (_listener, addr) = tcp_listener();
     let outcome = run(caller, move || {
         step("install", filters.install(None))?;
@@ -1382,7 +1399,7 @@ fn seccomp_every_number_gets_its_treatment(caller: Caller) {
     use libseccomp::ScmpAction;
     for exec in [false, true] {
         for network in [false, true] {
-            let profile = SeccompProfile { exec, network, observe: false, private_root: false };
+            let profile = SeccompProfile { exec, network, observe: false, private_root: false, report_network: false };
             let (errnos, hidden) = sweep(caller, profile, ScmpAction::Errno(CAUGHT));
             assert_eq!(hidden, Vec::<i64>::new(), "ERRNO outranks USER_NOTIF: no report expected");
             let (traced, reported) = sweep(caller, profile, ScmpAction::Trace(0));

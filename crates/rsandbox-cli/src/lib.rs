@@ -750,6 +750,9 @@ pub(crate) fn print_like_rscript(result: &EvalResult, options: &EvalOptions) -> 
     if let Some(why) = why {
         writeln!(err, "rsandbox: {}: {why}", result.outcome.name())?;
     }
+    if let Some(note) = fronts::core::outcome::network_note(result) {
+        writeln!(err, "rsandbox: {note}")?;
+    }
     Ok(())
 }
 

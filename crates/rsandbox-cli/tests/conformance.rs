@@ -168,6 +168,7 @@ fn check(expect: &Value, reply: &Reply) -> Result<(), String> {
         "reset",
         "reset_reason",
         "plots",
+        "network_refused",
     ];
     if result_keys.iter().any(|k| e(k).is_some()) {
         let Reply::Result(r) = reply else { return Err(format!("expected a result, got {reply:?}")) };
@@ -226,6 +227,11 @@ fn check(expect: &Value, reply: &Reply) -> Result<(), String> {
             let got = r["plots"].as_array().map_or(0, Vec::len) as u64;
             if got != n {
                 return Err(format!("{got} plots instead of {n}"));
+            }
+        }
+        if let Some(want) = e("network_refused").and_then(Value::as_bool) {
+            if r["network_refused"].as_bool().unwrap_or(false) != want {
+                return Err(format!("network_refused should be {want}: {}", shown()));
             }
         }
     }

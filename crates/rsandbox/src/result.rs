@@ -284,6 +284,19 @@ pub struct EvalResult {
     /// request, allowed or denied (empty, and absent from JSON, without a network).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<egress::ConnectionRecord>,
+    /// The code tried to reach the network (made an internet socket) and this sandbox
+    /// has none: the attempt failed as it does offline (R's own words: "Couldn't resolve
+    /// host name", "cannot open URL"), and this says why. An R error's message then ends
+    /// with [`EvalResult::NO_NETWORK`] too. Absent from JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network_refused: bool,
+}
+
+impl EvalResult {
+    /// Why a network attempt failed in a sandbox without the network, in the words every
+    /// front shows (after an R error's message, and as a note where the code went on).
+    pub const NO_NETWORK: &'static str = "this sandbox has no network: its profile gives it none, so every \
+        connection is refused (a server's operator can allow hosts: the profile's [network] table)";
 }
 
 /// What a sandbox in learning mode tried that its policy refused, as the supervisor saw

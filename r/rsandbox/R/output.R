@@ -58,6 +58,12 @@ signal_warnings <- function(result) {
     warning(structure(class = c("rsandbox_warning", "warning", "condition"),
                       list(message = inert(as.character(msg)), call = NULL)))
   }
+  said_by_error <- is.list(result$error) && endsWith(as.character(result$error$message %||% ""),
+                                                     sub("^network: ", "", no_network_note))
+  if (isTRUE(result$network_refused) && !said_by_error) {
+    warning(structure(class = c("rsandbox_warning", "warning", "condition"),
+                      list(message = no_network_note, call = NULL)))
+  }
   invisible(NULL)
 }
 

@@ -18,9 +18,17 @@ as_result <- function(r) {
     syntax_error = r$syntax_error,
     reset = isTRUE(r$reset),
     reset_reason = r$reset_reason,
-    network = network_records(r$network)
+    # [[ ]]: `$` would match `network_refused` partially when there is no `network`.
+    network = network_records(r[["network"]]),
+    network_refused = isTRUE(r$network_refused)
   ))
 }
+
+# Why the code's network attempts failed in a sandbox without the network, when no
+# R error says so already (the engine ends such an error's message with it): the
+# engine's words (EvalResult::NO_NETWORK), which every front shows.
+# (One line: a test of the fronts crate finds it here, so the two cannot drift.)
+no_network_note <- "network: this sandbox has no network: its profile gives it none, so every connection is refused (a server's operator can allow hosts: the profile's [network] table)"
 
 # The connections the sandbox made through the network proxy, allowed or refused: a
 # data frame, one row per connection (NULL when there was none). `address` and `reason`
@@ -79,6 +87,7 @@ print.rsandbox_result <- function(x, ...) {
   if (nzchar(x$stderr)) cat(inert(x$stderr), if (!endsWith(x$stderr, "\n")) "\n", sep = "")
   for (m in x$messages) cat(inert(m), if (!endsWith(m, "\n")) "\n", sep = "")
   for (w in x$warnings) cat("Warning: ", inert(w), "\n", sep = "")
+  if (isTRUE(x$network_refused)) cat(no_network_note, "\n", sep = "")
   invisible(x)
 }
 

@@ -32,11 +32,53 @@ pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Optio
     })
 }
 
+/// Why the code's network attempts failed, when it made some in a sandbox without the
+/// network and no R error already says so (an error's message ends with it): the code
+/// went on, as `install.packages()` does after warnings, or a `try()` caught the error.
+pub fn network_note(result: &EvalResult) -> Option<String> {
+    let said_by_the_error = result.error.as_ref().is_some_and(|e| e.message.ends_with(EvalResult::NO_NETWORK));
+    (result.network_refused && !said_by_the_error).then(|| format!("network: {}", EvalResult::NO_NETWORK))
+}
+
 /// Whether a session kept its variables after this result, in words.
 pub fn kept(result: &EvalResult) -> &'static str {
     if result.reset {
         "The session was reset: its variables are gone; the next call starts from a fresh R."
     } else {
         "The session kept its variables."
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A network attempt without the network is said once: after the R error that it
+    /// caused, or as a note of its own when the code went on; and the R package says it
+    /// in the same words (it has only the result's flag).
+    #[test]
+    fn a_refused_network_attempt_is_said_once_in_the_engines_words() {
+        let view = || rsandbox::child::SupervisorView {
+            kill: None,
+            exit: None,
+            violation: None,
+            protocol_error: None,
+            cpu_limit: None,
+            timed_out: false,
+            stdout: vec![],
+            stderr: vec![],
+        };
+        let mut result = rsandbox::child::compose_observed(None, view());
+        assert_eq!(network_note(&result), None);
+        result.network_refused = true;
+        assert_eq!(network_note(&result), Some(format!("network: {}", EvalResult::NO_NETWORK)));
+        result.error = Some(rsandbox::result::RError {
+            message: format!("cannot open URL\nnetwork: {}", EvalResult::NO_NETWORK),
+            ..rsandbox::result::RError::default()
+        });
+        assert_eq!(network_note(&result), None);
+        let r_package = include_str!("../../../../r/rsandbox/R/results.R");
+        let line = format!("no_network_note <- \"network: {}\"", EvalResult::NO_NETWORK);
+        assert!(r_package.contains(&line), "the R package's words differ from the engine's: {line}");
     }
 }

@@ -919,6 +919,12 @@ impl SandboxChild {
         }
         result.tool_call_limit_exceeded = cap_exceeded;
         result.learning = self.violations.take_learning_report();
+        result.network_refused = self.violations.take_network_refused();
+        if result.network_refused {
+            if let Some(error) = result.error.as_mut() {
+                error.message = format!("{}\nnetwork: {}", error.message.trim_end(), EvalResult::NO_NETWORK);
+            }
+        }
         result
     }
 }

@@ -39,6 +39,9 @@ pub(crate) struct ViolationWatch {
     proxy_listener: Option<OwnedFd>,
     /// The first forbidden call reported.
     pub(crate) syscall: Option<i64>,
+    /// The code tried to make an internet socket, which a sandbox without the network
+    /// is refused (`EACCES`, as without a report): since the last [`Self::take_network_refused`].
+    network_refused: bool,
     /// Learning mode: what was refused so far, until the listener arrives.
     learning: Option<Learning>,
     /// Learning mode, once the listener has arrived: the thread answering it.
@@ -61,6 +64,7 @@ impl ViolationWatch {
             network: policy.network,
             proxy_listener: None,
             syscall: None,
+            network_refused: false,
             learning,
             served: None,
         }
@@ -171,6 +175,12 @@ impl ViolationWatch {
         }
     }
 
+    /// Whether the code tried to reach the network, which this sandbox does not have,
+    /// since the last call; and start anew.
+    pub(crate) fn take_network_refused(&mut self) -> bool {
+        std::mem::take(&mut self.network_refused)
+    }
+
     /// Network by proxy: the listener received by [`Self::take_listener`] (once).
     pub(crate) fn take_proxy_listener(&mut self) -> Option<OwnedFd> {
         self.proxy_listener.take()
@@ -187,6 +197,17 @@ impl ViolationWatch {
             return Watch::Quiet;
         }
         match seccomp::receive_notification(listener.as_raw_fd()) {
+            // Without the network the program reports only internet sockets (see
+            // `SeccompProfile::report_network`): refused as it would have been, and noted.
+            Ok(n) if n.syscall == libc::SYS_socket => {
+                self.network_refused = true;
+                match seccomp::refuse_notification(listener.as_raw_fd(), n.id, libc::EACCES) {
+                    Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                        Watch::Lost(format!("failed to answer a seccomp notification: {e}"))
+                    }
+                    _ => Watch::Quiet,
+                }
+            }
             Ok(n) => {
                 self.syscall.get_or_insert(n.syscall);
                 // The caller is killed next; the refusal only unblocks it sooner, and if

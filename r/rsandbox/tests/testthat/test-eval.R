@@ -10,6 +10,20 @@ test_that("a fresh evaluation shows what the console showed and returns the valu
   expect_equal(r$outcome, "ok")
 })
 
+test_that("a network attempt without the network says why it failed", {
+  skip_without_engine()
+  code <- "x <- try(url('http://example.com', open = 'r'), silent = TRUE); 1"
+  w <- NULL
+  withCallingHandlers(x <- rsandbox_eval(code), warning = function(c) {
+    w <<- c(w, conditionMessage(c))
+    invokeRestart("muffleWarning")
+  })
+  expect_identical(x, 1)
+  expect_true(any(startsWith(w, "network: this sandbox has no network")), info = paste(w, collapse = "\n"))
+  expect_true(rsandbox_last_result()$network_refused)
+  expect_false(rsandbox_eval("1", result = TRUE)$network_refused)
+})
+
 test_that("expressions are deparsed, and evaluations share no state", {
   skip_without_engine()
   expect_equal(as.numeric(rsandbox_eval(quote({ y <- 20; y + 1 }))), 21)
