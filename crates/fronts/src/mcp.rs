@@ -767,4 +767,35 @@ mod tests {
         assert!(description.contains(NO_PROGRAMS), "{description}");
         assert!(description.contains("`?topic`, help() and example() print the help text"), "{description}");
     }
+
+    /// A model reads why its download failed: after the console's text when the code went
+    /// on, once (an R error's message says it already).
+    #[test]
+    fn a_refused_network_attempt_is_said_in_the_tool_text() {
+        let view = rsandbox::child::SupervisorView {
+            kill: None,
+            exit: None,
+            violation: None,
+            protocol_error: None,
+            cpu_limit: None,
+            timed_out: false,
+            stdout: b"[1] 1\n".to_vec(),
+            stderr: vec![],
+        };
+        let mut r = rsandbox::child::compose_observed(None, view);
+        r.outcome = Outcome::Ok;
+        r.network_refused = true;
+        let text = |r: &EvalResult| {
+            let rendered = render(r, &ExecuteOptions::default());
+            rendered.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<String>()
+        };
+        assert_eq!(text(&r), format!("[1] 1\nnetwork: {}", EvalResult::NO_NETWORK));
+        r.outcome = Outcome::Error;
+        r.error = Some(rsandbox::result::RError {
+            message: format!("cannot open URL\nnetwork: {}", EvalResult::NO_NETWORK),
+            call: None,
+            ..rsandbox::result::RError::default()
+        });
+        assert_eq!(text(&r).matches(EvalResult::NO_NETWORK).count(), 1, "{}", text(&r));
+    }
 }

@@ -547,6 +547,23 @@ both!(
     }
 );
 
+both!(
+    /// Without the network a connection fails as offline, and the CLI says why: after
+    /// R's error, in its message; where the code went on, in a last line of its own.
+    fn eval_says_why_the_network_failed(who) {
+        let _g = shared();
+        let out = rsandbox(who, &["eval", "url('http://example.com', open = 'r')"]);
+        out.assert_code(1);
+        assert!(out.stderr.contains("\nnetwork: this sandbox has no network: its profile gives it none"), "{out}");
+        assert_eq!(out.stderr.matches("this sandbox has no network").count(), 1, "{out}");
+        let out = rsandbox(who, &["eval", "x <- try(url('http://example.com', open = 'r'), silent = TRUE); 1"]);
+        out.assert_code(0);
+        assert!(out.stderr.ends_with("rsandbox: network: this sandbox has no network: its profile gives it none, so every connection is refused (a server's operator can allow hosts: the profile's [network] table)\n"), "{out}");
+        let out = rsandbox(who, &["eval", "1"]);
+        assert!(!out.stderr.contains("network"), "{out}");
+    }
+);
+
 // =======================================================================================
 // exec and check.
 // =======================================================================================
