@@ -772,16 +772,7 @@ mod tests {
     /// on, once (an R error's message says it already).
     #[test]
     fn a_refused_network_attempt_is_said_in_the_tool_text() {
-        let view = rsandbox::child::SupervisorView {
-            kill: None,
-            exit: None,
-            violation: None,
-            protocol_error: None,
-            cpu_limit: None,
-            timed_out: false,
-            stdout: b"[1] 1\n".to_vec(),
-            stderr: vec![],
-        };
+        let view = rsandbox::child::SupervisorView { stdout: b"[1] 1\n".to_vec(), ..Default::default() };
         let mut r = rsandbox::child::compose_observed(None, view);
         r.outcome = Outcome::Ok;
         r.network_refused = true;

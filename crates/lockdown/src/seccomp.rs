@@ -583,6 +583,10 @@ pub fn refuse_notification(listener: RawFd, id: u64, errno: i32) -> std::io::Res
 mod tests {
     use super::*;
 
+    /// The profile with every switch off.
+    const PLAIN: SeccompProfile =
+        SeccompProfile { exec: false, network: false, observe: false, private_root: false, report_network: false };
+
     #[test]
     fn dangerous_calls_are_never_allowed() {
         for name in [
@@ -848,14 +852,7 @@ mod tests {
 
     #[test]
     fn argument_rules_follow_the_table() {
-        let f = SeccompFilters::build(SeccompProfile {
-            exec: false,
-            network: false,
-            observe: false,
-            private_root: false,
-            report_network: false,
-        })
-        .unwrap();
+        let f = SeccompFilters::build(PLAIN).unwrap();
         let run = |nr: libc::c_long, args: [u64; 6]| bpf::run(&f.notify, bpf::AUDIT_ARCH, nr as u32, args).0;
         let eperm = bpf::ret_errno(libc::EPERM);
         // Forks and threads are allowed (not reported); namespace flags and CLONE_PARENT
@@ -909,8 +906,7 @@ mod tests {
 
     #[test]
     fn a_private_root_allows_by_path_metadata_and_record_locks() {
-        let without =
-            SeccompProfile { exec: false, network: false, observe: false, private_root: false, report_network: false };
+        let without = PLAIN;
         let with = SeccompProfile { private_root: true, ..without };
         let (eperm, enolck) = (bpf::ret_errno(libc::EPERM), bpf::ret_errno(libc::ENOLCK));
         for (profile, metadata, locks) in [(without, eperm, enolck), (with, RET_ALLOW, RET_ALLOW)] {
@@ -958,14 +954,7 @@ mod tests {
 
     #[test]
     fn one_short_program() {
-        let f = SeccompFilters::build(SeccompProfile {
-            exec: false,
-            network: false,
-            observe: false,
-            private_root: false,
-            report_network: false,
-        })
-        .unwrap();
+        let f = SeccompFilters::build(PLAIN).unwrap();
         assert!(f.instruction_count() > 100 && f.instruction_count() < 1200, "{}", f.instruction_count());
     }
 }

@@ -58,17 +58,7 @@ mod tests {
     /// in the same words (it has only the result's flag).
     #[test]
     fn a_refused_network_attempt_is_said_once_in_the_engines_words() {
-        let view = || rsandbox::child::SupervisorView {
-            kill: None,
-            exit: None,
-            violation: None,
-            protocol_error: None,
-            cpu_limit: None,
-            timed_out: false,
-            stdout: vec![],
-            stderr: vec![],
-        };
-        let mut result = rsandbox::child::compose_observed(None, view());
+        let mut result = rsandbox::child::compose_observed(None, rsandbox::child::SupervisorView::default());
         assert_eq!(network_note(&result), None);
         result.network_refused = true;
         assert_eq!(network_note(&result), Some(format!("network: {}", EvalResult::NO_NETWORK)));
