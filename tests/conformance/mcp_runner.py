@@ -162,7 +162,7 @@ def json_equal(a, b):
 
 
 RESULT_KEYS = ["outcome", "value", "value_within", "stdout_contains", "stdout_excludes", "error_contains",
-               "syntax_error", "reset", "reset_reason", "plots", "network_refused"]
+               "syntax_error", "reset", "reset_reason", "plots", "refused_network"]
 
 
 def check(expect, reply):
@@ -206,8 +206,8 @@ def check(expect, reply):
             return f"reset_reason {r.get('reset_reason')} instead of {expect['reset_reason']}: {reply!r}"
         if "plots" in expect and len(r.get("plots") or []) != expect["plots"]:
             return f"{len(r.get('plots') or [])} plots instead of {expect['plots']}"
-        if "network_refused" in expect and bool(r.get("network_refused")) != expect["network_refused"]:
-            return f"network_refused should be {expect['network_refused']}: {reply!r}"
+        if "refused_network" in expect and bool(r.get("refused_network")) != expect["refused_network"]:
+            return f"refused_network should be {expect['refused_network']}: {reply!r}"
     if "interrupted" in expect:
         if not (isinstance(reply, Tagged) and reply.kind == "Interrupted" and reply.value == expect["interrupted"]):
             return f"expected interrupted {expect['interrupted']}, got {reply!r}"

@@ -775,7 +775,7 @@ mod tests {
         let view = rsandbox::child::SupervisorView { stdout: b"[1] 1\n".to_vec(), ..Default::default() };
         let mut r = rsandbox::child::compose_observed(None, view);
         r.outcome = Outcome::Ok;
-        r.network_refused = true;
+        r.refused_network = true;
         let text = |r: &EvalResult| {
             let rendered = render(r, &ExecuteOptions::default());
             rendered.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<String>()

@@ -168,7 +168,7 @@ fn check(expect: &Value, reply: &Reply) -> Result<(), String> {
         "reset",
         "reset_reason",
         "plots",
-        "network_refused",
+        "refused_network",
     ];
     if result_keys.iter().any(|k| e(k).is_some()) {
         let Reply::Result(r) = reply else { return Err(format!("expected a result, got {reply:?}")) };
@@ -229,9 +229,9 @@ fn check(expect: &Value, reply: &Reply) -> Result<(), String> {
                 return Err(format!("{got} plots instead of {n}"));
             }
         }
-        if let Some(want) = e("network_refused").and_then(Value::as_bool) {
-            if r["network_refused"].as_bool().unwrap_or(false) != want {
-                return Err(format!("network_refused should be {want}: {}", shown()));
+        if let Some(want) = e("refused_network").and_then(Value::as_bool) {
+            if r["refused_network"].as_bool().unwrap_or(false) != want {
+                return Err(format!("refused_network should be {want}: {}", shown()));
             }
         }
     }

@@ -120,6 +120,37 @@ impl RError {
 mod tests {
     use super::RError;
 
+    /// R reads a result's fields with `$`, which matches a name partially: where a field
+    /// is absent, `result$network` would read a field named `network_…`. So a field that
+    /// may be absent (not `required`) is the start of no other field's name, in a result
+    /// or any of its parts.
+    #[test]
+    fn no_field_that_may_be_absent_is_the_start_of_another() {
+        let schema = serde_json::to_value(schemars::schema_for!(super::EvalResult)).unwrap();
+        let mut objects = vec![&schema];
+        objects.extend(schema["$defs"].as_object().into_iter().flat_map(|defs| defs.values()));
+        let mut hazards = Vec::new();
+        for object in objects {
+            let Some(properties) = object["properties"].as_object() else { continue };
+            let required: Vec<&str> =
+                object["required"].as_array().into_iter().flatten().filter_map(|n| n.as_str()).collect();
+            for a in properties.keys().filter(|a| !required.contains(&a.as_str())) {
+                for b in properties.keys().filter(|b| *b != a && b.starts_with(a.as_str())) {
+                    hazards.push(format!("{b} begins with {a}, which may be absent"));
+                }
+            }
+        }
+        // Older pairs, kept for the clients that read them: `reset_reason` comes only
+        // with `reset`; `files_truncated` can come without `files` (all files over the
+        // output limit), where `result$files` reads `TRUE`: `result[["files"]]` is right.
+        let older = [
+            "reset_reason begins with reset, which may be absent",
+            "files_truncated begins with files, which may be absent",
+        ];
+        hazards.retain(|h| !older.contains(&h.as_str()));
+        assert!(hazards.is_empty(), "{hazards:?}");
+    }
+
     #[test]
     fn a_trace_from_the_sandbox_is_held_to_its_caps() {
         let mut e = RError::new("x");
@@ -287,9 +318,11 @@ pub struct EvalResult {
     /// The code tried to reach the network (made an internet socket) and this sandbox
     /// has none: the attempt failed as it does offline (R's own words: "Couldn't resolve
     /// host name", "cannot open URL"), and this says why. An R error's message then ends
-    /// with [`EvalResult::NO_NETWORK`] too. Absent from JSON when false.
+    /// with [`EvalResult::NO_NETWORK`] too. Absent from JSON when false. (Not
+    /// `network_…`: an R client's `result$network` would match it partially where the
+    /// result has no `network`, and read `TRUE` for the connections.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub network_refused: bool,
+    pub refused_network: bool,
 }
 
 impl EvalResult {

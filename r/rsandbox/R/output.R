@@ -60,7 +60,7 @@ signal_warnings <- function(result) {
   }
   said_by_error <- is.list(result$error) && endsWith(as.character(result$error$message %||% ""),
                                                      sub("^network: ", "", no_network_note))
-  if (isTRUE(result$network_refused) && !said_by_error) {
+  if (isTRUE(result$refused_network) && !said_by_error) {
     warning(structure(class = c("rsandbox_warning", "warning", "condition"),
                       list(message = no_network_note, call = NULL)))
   }

@@ -18,9 +18,10 @@ as_result <- function(r) {
     syntax_error = r$syntax_error,
     reset = isTRUE(r$reset),
     reset_reason = r$reset_reason,
-    # [[ ]]: `$` would match `network_refused` partially when there is no `network`.
+    # [[ ]]: an absent field must read NULL, never another field whose name it begins
+    # (R's `$` matches partially; the engine names no field after the start of another).
     network = network_records(r[["network"]]),
-    network_refused = isTRUE(r$network_refused)
+    refused_network = isTRUE(r$refused_network)
   ))
 }
 
@@ -87,7 +88,7 @@ print.rsandbox_result <- function(x, ...) {
   if (nzchar(x$stderr)) cat(inert(x$stderr), if (!endsWith(x$stderr, "\n")) "\n", sep = "")
   for (m in x$messages) cat(inert(m), if (!endsWith(m, "\n")) "\n", sep = "")
   for (w in x$warnings) cat("Warning: ", inert(w), "\n", sep = "")
-  if (isTRUE(x$network_refused)) cat(no_network_note, "\n", sep = "")
+  if (isTRUE(x$refused_network)) cat(no_network_note, "\n", sep = "")
   invisible(x)
 }
 

@@ -37,7 +37,7 @@ pub fn stopped(result: &EvalResult, timeout: Duration, max_output: u64) -> Optio
 /// went on, as `install.packages()` does after warnings, or a `try()` caught the error.
 pub fn network_note(result: &EvalResult) -> Option<String> {
     let said_by_the_error = result.error.as_ref().is_some_and(|e| e.message.ends_with(EvalResult::NO_NETWORK));
-    (result.network_refused && !said_by_the_error).then(|| format!("network: {}", EvalResult::NO_NETWORK))
+    (result.refused_network && !said_by_the_error).then(|| format!("network: {}", EvalResult::NO_NETWORK))
 }
 
 /// Whether a session kept its variables after this result, in words.
@@ -60,7 +60,7 @@ mod tests {
     fn a_refused_network_attempt_is_said_once_in_the_engines_words() {
         let mut result = rsandbox::child::compose_observed(None, rsandbox::child::SupervisorView::default());
         assert_eq!(network_note(&result), None);
-        result.network_refused = true;
+        result.refused_network = true;
         assert_eq!(network_note(&result), Some(format!("network: {}", EvalResult::NO_NETWORK)));
         result.error = Some(rsandbox::result::RError {
             message: format!("cannot open URL\nnetwork: {}", EvalResult::NO_NETWORK),

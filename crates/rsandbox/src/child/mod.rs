@@ -919,8 +919,8 @@ impl SandboxChild {
         }
         result.tool_call_limit_exceeded = cap_exceeded;
         result.learning = self.violations.take_learning_report();
-        result.network_refused = self.violations.take_network_refused();
-        if result.network_refused {
+        result.refused_network = self.violations.take_refused_network();
+        if result.refused_network {
             if let Some(error) = result.error.as_mut() {
                 error.message = format!("{}\nnetwork: {}", error.message.trim_end(), EvalResult::NO_NETWORK);
             }

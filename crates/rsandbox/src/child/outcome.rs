@@ -87,7 +87,7 @@ pub(crate) fn compose(o: Observed<'_>) -> EvalResult {
         files_truncated: false,
         learning: None,
         network: Vec::new(),
-        network_refused: false,
+        refused_network: false,
     };
     if let Some(e) = o.exit {
         result.usage.cpu_ms = e.cpu_ms;

@@ -40,8 +40,8 @@ pub(crate) struct ViolationWatch {
     /// The first forbidden call reported.
     pub(crate) syscall: Option<i64>,
     /// The code tried to make an internet socket, which a sandbox without the network
-    /// is refused (`EACCES`, as without a report): since the last [`Self::take_network_refused`].
-    network_refused: bool,
+    /// is refused (`EACCES`, as without a report): since the last [`Self::take_refused_network`].
+    refused_network: bool,
     /// Learning mode: what was refused so far, until the listener arrives.
     learning: Option<Learning>,
     /// Learning mode, once the listener has arrived: the thread answering it.
@@ -64,7 +64,7 @@ impl ViolationWatch {
             network: policy.network,
             proxy_listener: None,
             syscall: None,
-            network_refused: false,
+            refused_network: false,
             learning,
             served: None,
         }
@@ -177,8 +177,8 @@ impl ViolationWatch {
 
     /// Whether the code tried to reach the network, which this sandbox does not have,
     /// since the last call; and start anew.
-    pub(crate) fn take_network_refused(&mut self) -> bool {
-        std::mem::take(&mut self.network_refused)
+    pub(crate) fn take_refused_network(&mut self) -> bool {
+        std::mem::take(&mut self.refused_network)
     }
 
     /// Network by proxy: the listener received by [`Self::take_listener`] (once).
@@ -200,7 +200,7 @@ impl ViolationWatch {
             // Without the network the program reports only internet sockets (see
             // `SeccompProfile::report_network`): refused as it would have been, and noted.
             Ok(n) if n.syscall == libc::SYS_socket => {
-                self.network_refused = true;
+                self.refused_network = true;
                 match seccomp::refuse_notification(listener.as_raw_fd(), n.id, libc::EACCES) {
                     Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
                         Watch::Lost(format!("failed to answer a seccomp notification: {e}"))

@@ -72,7 +72,7 @@ conf_check <- function(expect, reply) {
   }
   if (identical(reply$kind, "error")) return(sprintf("expected success, got error %s: %s", reply$code, reply$message))
   keys <- c("outcome", "value", "value_within", "stdout_contains", "stdout_excludes", "error_contains",
-            "syntax_error", "reset", "reset_reason", "plots", "network_refused")
+            "syntax_error", "reset", "reset_reason", "plots", "refused_network")
   if (any(keys %in% names(expect))) {
     if (!identical(reply$kind, "result")) return(paste("expected a result, got", conf_show(reply)))
     r <- reply$value
@@ -113,8 +113,8 @@ conf_check <- function(expect, reply) {
     if (!is.null(expect$plots) && length(r$plots) != expect$plots) {
       return(sprintf("%d plots instead of %d", length(r$plots), expect$plots))
     }
-    if (!is.null(expect$network_refused) && !identical(isTRUE(r$network_refused), expect$network_refused)) {
-      return(sprintf("network_refused should be %s", expect$network_refused))
+    if (!is.null(expect$refused_network) && !identical(isTRUE(r$refused_network), expect$refused_network)) {
+      return(sprintf("refused_network should be %s", expect$refused_network))
     }
   }
   # $interrupt() sends without waiting for the server's answer: the R client cannot say

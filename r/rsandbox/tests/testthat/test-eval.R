@@ -20,8 +20,8 @@ test_that("a network attempt without the network says why it failed", {
   })
   expect_identical(x, 1)
   expect_true(any(startsWith(w, "network: this sandbox has no network")), info = paste(w, collapse = "\n"))
-  expect_true(rsandbox_last_result()$network_refused)
-  expect_false(rsandbox_eval("1", result = TRUE)$network_refused)
+  expect_true(rsandbox_last_result()$refused_network)
+  expect_false(rsandbox_eval("1", result = TRUE)$refused_network)
 })
 
 test_that("expressions are deparsed, and evaluations share no state", {
