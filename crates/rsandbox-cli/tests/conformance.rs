@@ -866,6 +866,17 @@ impl HttpServer {
     }
 }
 
+/// A front whose scenario failed panics out of `run_front`: the server goes with it
+/// (a `Child` dropped is not killed, and it outlived the test binary).
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        // Already reaped by `stop` (a restart scenario) when `try_wait` has the status.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.stop();
+        }
+    }
+}
+
 struct HttpFront {
     server: Mutex<HttpServer>,
     policies: Policies,
@@ -1067,7 +1078,6 @@ impl Front for HttpFront {
 fn http() {
     let front = HttpFront { server: Mutex::new(HttpServer::start()), policies: Policies::default() };
     run_front("http", "http", &front);
-    front.server.lock().unwrap().stop();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1335,14 +1345,14 @@ fn every_front_stopped_leaves_no_directory_behind() {
     check("mcp (stdio)", child.id(), status);
 
     // serve --http: one evaluation, then SIGTERM.
-    let HttpServer { mut child, addr } = HttpServer::start();
+    let mut server = HttpServer::start();
     let body = json!({"code": "1+1"}).to_string();
     let (status, _) =
-        http_request(&addr, "POST", "/v1/eval", Some(("application/json", body.as_bytes())), "application/json");
+        http_request(&server.addr, "POST", "/v1/eval", Some(("application/json", body.as_bytes())), "application/json");
     assert_eq!(status, 200, "serve --http");
-    sigterm(&child);
-    let status = ended_within(&mut child, STEP_LIMIT);
-    check("serve --http", child.id(), status);
+    sigterm(&server.child);
+    let status = ended_within(&mut server.child, STEP_LIMIT);
+    check("serve --http", server.child.id(), status);
 
     // mcp --http: listening, then SIGTERM.
     let mut child =
